@@ -1,0 +1,115 @@
+// copy<Scope>(dst, src, bytes): the participants of a scope move `bytes` bytes together.
+//
+// The aligned bulk moves in 16-byte vectors (global_load_dwordx4 / global_store_dwordx4 on gfx9
+// when both sides are global memory). A head that brings dst to 16-byte alignment and a tail
+// shorter than 16 bytes move bytewise. When dst and src differ in their alignment phase, the bulk
+// moves in the widest unit both share. No byte outside [dst, dst + bytes) is written and none
+// outside [src, src + bytes) is read.
+//
+// copy does not synchronise the scope: each participant has finished its own share when it returns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mori/core/scope.hpp"
+#include "mori/platform.hpp"
+
+namespace mori {
+namespace detail {
+
+// Calls f(i) for this participant's share of [0, n). On the GPU a participant takes every size-th
+// index, so that neighbouring lanes touch neighbouring addresses; on the host it takes one
+// contiguous span (platform.hpp).
+template <Scope S, typename F>
+MORI_DEVICE void for_each_share(size_t n, F&& f) {
+  const size_t rank = S::rank(), size = S::size();
+  if constexpr (platform::kLanesInterleave) {
+    for (size_t i = rank; i < n; i += size) f(i);
+  } else {
+    const size_t chunk = (n + size - 1) / size;
+    const size_t begin = rank * chunk < n ? rank * chunk : n;
+    const size_t end = n - begin < chunk ? n : begin + chunk;
+    for (size_t i = begin; i < end; ++i) f(i);
+  }
+}
+
+template <Scope S, typename Unit>
+MORI_DEVICE void copy_units(char* dst, const char* src, size_t count) {
+  for_each_share<S>(count, [&](size_t i) {
+    reinterpret_cast<Unit*>(dst)[i] = reinterpret_cast<const Unit*>(src)[i];
+  });
+}
+
+// 16-byte vectors, both pointers 16-byte aligned. On the GPU each lane keeps four loads in flight
+// before storing.
+template <Scope S, bool kGlobal>
+MORI_DEVICE void copy_vectors(char* dst, const char* src, size_t count) {
+  using platform::Vec16;
+  auto load = [&](size_t i) {
+    if constexpr (kGlobal)
+      return platform::load16_global(src + 16 * i);
+    else
+      return *reinterpret_cast<const Vec16*>(src + 16 * i);
+  };
+  auto store = [&](size_t i, Vec16 v) {
+    if constexpr (kGlobal)
+      platform::store16_global(dst + 16 * i, v);
+    else
+      *reinterpret_cast<Vec16*>(dst + 16 * i) = v;
+  };
+  if constexpr (platform::kLanesInterleave) {
+    constexpr size_t kUnroll = 4;
+    const size_t rank = S::rank(), size = S::size();
+    size_t i = rank;
+    for (; i + (kUnroll - 1) * size < count; i += kUnroll * size) {
+      Vec16 v[kUnroll];
+      for (size_t u = 0; u < kUnroll; ++u) v[u] = load(i + u * size);
+      for (size_t u = 0; u < kUnroll; ++u) store(i + u * size, v[u]);
+    }
+    for (; i < count; i += size) store(i, load(i));
+  } else {
+    for_each_share<S>(count, [&](size_t i) { store(i, load(i)); });
+  }
+}
+
+}  // namespace detail
+
+template <Scope S>
+MORI_DEVICE void copy(void* dst, const void* src, size_t bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  const uintptr_t phase = (reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s)) & 15;
+  // Widest unit in which both pointers can be aligned at once.
+  const size_t unit = phase == 0 ? 16 : (phase & -phase) < 8 ? (phase & -phase) : 8;
+  size_t head = (unit - (reinterpret_cast<uintptr_t>(d) & (unit - 1))) & (unit - 1);
+  if (head > bytes) head = bytes;
+  detail::copy_units<S, uint8_t>(d, s, head);
+  d += head, s += head, bytes -= head;
+
+  const size_t units = bytes / unit;
+  switch (unit) {
+    case 16:
+      if (platform::is_global(d) && platform::is_global(s))
+        detail::copy_vectors<S, true>(d, s, units);
+      else
+        detail::copy_vectors<S, false>(d, s, units);
+      break;
+    case 8:
+      detail::copy_units<S, uint64_t>(d, s, units);
+      break;
+    case 4:
+      detail::copy_units<S, uint32_t>(d, s, units);
+      break;
+    case 2:
+      detail::copy_units<S, uint16_t>(d, s, units);
+      break;
+    default:
+      detail::copy_units<S, uint8_t>(d, s, units);
+      break;
+  }
+  d += units * unit, s += units * unit, bytes -= units * unit;
+  detail::copy_units<S, uint8_t>(d, s, bytes);
+}
+
+}  // namespace mori

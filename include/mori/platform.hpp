@@ -1,0 +1,34 @@
+// The platform layer: lane, warp and block geometry, barriers, warp collectives, scoped atomics and
+// fences, relax(), clock_ns() and trap(). The rest of mori is written against these names only.
+#pragma once
+
+#include "mori/platform/macros.hpp"
+
+#if defined(MORI_ON_AMDGCN)
+#include "mori/platform/amdgcn.hpp"
+#else
+#include "mori/platform/host.hpp"
+#endif
+
+namespace mori::platform {
+
+// Derived geometry, the same on both backends.
+MORI_DEVICE int block_threads() { return static_cast<int>(block_dim().count()); }
+MORI_DEVICE int thread_rank() {
+  const Dim3 t = thread_idx(), b = block_dim();
+  return static_cast<int>((t.z * b.y + t.y) * b.x + t.x);
+}
+MORI_DEVICE int block_rank() {
+  const Dim3 i = block_idx(), g = grid_dim();
+  return static_cast<int>((i.z * g.y + i.y) * g.x + i.x);
+}
+MORI_DEVICE int grid_blocks() { return static_cast<int>(grid_dim().count()); }
+MORI_DEVICE int warp_id() { return thread_rank() / warp_size(); }
+// Lanes that exist in this warp: the last warp of a block whose size is not a multiple of the width
+// is partial.
+MORI_DEVICE int warp_lanes() {
+  const int rest = block_threads() - warp_id() * warp_size();
+  return rest < warp_size() ? rest : warp_size();
+}
+
+}  // namespace mori::platform

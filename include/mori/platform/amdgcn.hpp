@@ -1,0 +1,217 @@
+// Platform layer for AMD GPUs (gfx9 CDNA, wave64), written with clang builtins only so that device
+// code needs neither HIP runtime headers nor the ROCm device libraries, and the extracted bitcode
+// stays self-contained.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mori/platform/common.hpp"
+
+namespace mori::platform {
+
+inline constexpr bool kOnHost = false;
+
+// GPU lanes of a warp access consecutive 16-byte vectors so that a warp's accesses coalesce.
+inline constexpr bool kLanesInterleave = true;
+
+using Vec16 = unsigned int __attribute__((vector_size(16)));
+
+namespace detail {
+using GlobalVec16 = __attribute__((address_space(1))) Vec16;
+using ConstU16 = const __attribute__((address_space(4))) uint16_t;
+using ConstU32 = const __attribute__((address_space(4))) uint32_t;
+
+// hsa_kernel_dispatch_packet_t (HSA runtime spec 1.2, section 2.9.6): workgroup_size_{x,y,z} are
+// u16 at byte offsets 4, 6, 8 and grid_size_{x,y,z} (in work-items) are u32 at 12, 16, 20.
+MORI_DEVICE uint16_t dispatch_u16(int offset) {
+  return *(
+      ConstU16*)((const __attribute__((address_space(4))) char*)__builtin_amdgcn_dispatch_ptr() +
+                 offset);
+}
+MORI_DEVICE uint32_t dispatch_u32(int offset) {
+  return *(
+      ConstU32*)((const __attribute__((address_space(4))) char*)__builtin_amdgcn_dispatch_ptr() +
+                 offset);
+}
+constexpr int hip_scope(MemScope s) {
+  switch (s) {
+    case MemScope::Wavefront:
+      return __HIP_MEMORY_SCOPE_WAVEFRONT;
+    case MemScope::Block:
+      return __HIP_MEMORY_SCOPE_WORKGROUP;
+    case MemScope::Agent:
+      return __HIP_MEMORY_SCOPE_AGENT;
+    default:
+      return __HIP_MEMORY_SCOPE_SYSTEM;
+  }
+}
+}  // namespace detail
+
+// ---- indices and sizes
+// ----------------------------------------------------------------------------------------
+MORI_DEVICE int warp_size() { return 64; }
+MORI_DEVICE Dim3 thread_idx() {
+  return {__builtin_amdgcn_workitem_id_x(), __builtin_amdgcn_workitem_id_y(),
+          __builtin_amdgcn_workitem_id_z()};
+}
+MORI_DEVICE Dim3 block_idx() {
+  return {__builtin_amdgcn_workgroup_id_x(), __builtin_amdgcn_workgroup_id_y(),
+          __builtin_amdgcn_workgroup_id_z()};
+}
+MORI_DEVICE Dim3 block_dim() {
+  return {detail::dispatch_u16(4), detail::dispatch_u16(6), detail::dispatch_u16(8)};
+}
+MORI_DEVICE Dim3 grid_dim() {
+  Dim3 b = block_dim();
+  return {(detail::dispatch_u32(12) + b.x - 1) / b.x, (detail::dispatch_u32(16) + b.y - 1) / b.y,
+          (detail::dispatch_u32(20) + b.z - 1) / b.z};
+}
+MORI_DEVICE int lane_id() {
+  return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+}
+
+// ---- barriers
+// --------------------------------------------------------------------------------------------------
+// A wavefront executes in lockstep; the fences make lanes' memory writes visible to each other
+// across the barrier.
+MORI_DEVICE void warp_sync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+MORI_DEVICE void block_sync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+// ---- warp collectives
+// ------------------------------------------------------------------------------------------ Over
+// the lanes that are active (converged) at the call: the EXEC mask.
+MORI_DEVICE uint64_t active_mask() { return __builtin_amdgcn_read_exec(); }
+MORI_DEVICE uint64_t ballot(bool pred) { return __builtin_amdgcn_ballot_w64(pred); }
+template <typename T>
+MORI_DEVICE T broadcast(T value, int src_lane) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "broadcast moves 4- or 8-byte values");
+  if constexpr (sizeof(T) == 4) {
+    int bits = __builtin_bit_cast(int, value);
+    return __builtin_bit_cast(T, __builtin_amdgcn_readlane(bits, src_lane));
+  } else {
+    uint64_t bits = __builtin_bit_cast(uint64_t, value);
+    int lo = __builtin_amdgcn_readlane((int)(uint32_t)bits, src_lane);
+    int hi = __builtin_amdgcn_readlane((int)(uint32_t)(bits >> 32), src_lane);
+    return __builtin_bit_cast(T, (uint64_t)(uint32_t)lo | ((uint64_t)(uint32_t)hi << 32));
+  }
+}
+// Whole-warp forms, called by every live lane of the warp. A wave64 is converged there, so they are
+// the same.
+MORI_DEVICE uint64_t warp_ballot(bool pred) { return ballot(pred); }
+template <typename T>
+MORI_DEVICE T warp_broadcast(T value, int src_lane) {
+  return broadcast(value, src_lane);
+}
+
+// ---- atomics and fences
+// ----------------------------------------------------------------------------------------
+#define MORI_AMDGCN_ORDER(O) detail::gcc_order(O)
+#define MORI_AMDGCN_SCOPE(S) detail::hip_scope(S)
+
+template <MemOrder O, MemScope S, typename T>
+MORI_DEVICE T atomic_load(const T* p) {
+  return __hip_atomic_load(p, MORI_AMDGCN_ORDER(detail::load_order(O)), MORI_AMDGCN_SCOPE(S));
+}
+template <MemOrder O, MemScope S, typename T>
+MORI_DEVICE void atomic_store(T* p, T v) {
+  __hip_atomic_store(p, v, MORI_AMDGCN_ORDER(detail::store_order(O)), MORI_AMDGCN_SCOPE(S));
+}
+template <MemOrder O, MemScope S, typename T>
+MORI_DEVICE T atomic_fetch_add(T* p, T v) {
+  return __hip_atomic_fetch_add(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
+}
+template <MemOrder O, MemScope S, typename T>
+MORI_DEVICE T atomic_fetch_and(T* p, T v) {
+  return __hip_atomic_fetch_and(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
+}
+template <MemOrder O, MemScope S, typename T>
+MORI_DEVICE T atomic_fetch_or(T* p, T v) {
+  return __hip_atomic_fetch_or(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
+}
+template <MemOrder O, MemScope S, typename T>
+MORI_DEVICE T atomic_fetch_xor(T* p, T v) {
+  return __hip_atomic_fetch_xor(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
+}
+template <MemOrder O, MemScope S, typename T>
+MORI_DEVICE T atomic_exchange(T* p, T v) {
+  return __hip_atomic_exchange(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
+}
+// Returns the value found at *p; the swap happened iff it equals `expected`.
+template <MemOrder O, MemScope S, typename T>
+MORI_DEVICE T atomic_compare_swap(T* p, T expected, T desired) {
+  __hip_atomic_compare_exchange_strong(p, &expected, desired, MORI_AMDGCN_ORDER(O),
+                                       MORI_AMDGCN_ORDER(detail::load_order(O)),
+                                       MORI_AMDGCN_SCOPE(S));
+  return expected;
+}
+#undef MORI_AMDGCN_ORDER
+#undef MORI_AMDGCN_SCOPE
+
+// __builtin_amdgcn_fence rejects template-dependent arguments (clang 19), so each order is written
+// as a literal.
+#define MORI_AMDGCN_FENCE_AT(S, ORDER)            \
+  do {                                            \
+    if constexpr (S == MemScope::Wavefront)       \
+      __builtin_amdgcn_fence(ORDER, "wavefront"); \
+    else if constexpr (S == MemScope::Block)      \
+      __builtin_amdgcn_fence(ORDER, "workgroup"); \
+    else if constexpr (S == MemScope::Agent)      \
+      __builtin_amdgcn_fence(ORDER, "agent");     \
+    else                                          \
+      __builtin_amdgcn_fence(ORDER, "");          \
+  } while (0)
+
+template <MemOrder O, MemScope S>
+MORI_DEVICE void fence() {
+  static_assert(O != MemOrder::Relaxed,
+                "a relaxed fence orders nothing: name the order it must provide");
+  if constexpr (O == MemOrder::Acquire)
+    MORI_AMDGCN_FENCE_AT(S, __ATOMIC_ACQUIRE);
+  else if constexpr (O == MemOrder::Release)
+    MORI_AMDGCN_FENCE_AT(S, __ATOMIC_RELEASE);
+  else if constexpr (O == MemOrder::AcqRel)
+    MORI_AMDGCN_FENCE_AT(S, __ATOMIC_ACQ_REL);
+  else
+    MORI_AMDGCN_FENCE_AT(S, __ATOMIC_SEQ_CST);
+}
+#undef MORI_AMDGCN_FENCE_AT
+// Orders this thread's earlier memory accesses before its later ones for every observer: peers, CPU
+// and NIC.
+MORI_DEVICE void system_fence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
+
+// ---- bulk access
+// -----------------------------------------------------------------------------------------------
+// Global memory (not LDS, not scratch) is reached with global_* instructions rather than flat_*
+// ones.
+MORI_DEVICE bool is_global(const void* p) {
+#if defined(__HIP_DEVICE_COMPILE__)
+  return !__builtin_amdgcn_is_shared(p) && !__builtin_amdgcn_is_private(p);
+#else
+  (void)p;  // the host pass of a HIP file parses device bodies but never emits them; the builtins
+            // need amdgcn
+  return true;
+#endif
+}
+MORI_DEVICE Vec16 load16_global(const void* p) { return *(const detail::GlobalVec16*)p; }
+MORI_DEVICE void store16_global(void* p, Vec16 v) { *(detail::GlobalVec16*)p = v; }
+
+// ---- progress, time and failure
+// -------------------------------------------------------------------------------- Every spin loop
+// calls relax(): it yields issue slots to the other waves of the compute unit.
+MORI_DEVICE void relax() { __builtin_amdgcn_s_sleep(1); }
+// s_memrealtime counts a constant 100 MHz clock on gfx9 (CDNA ISA guides, "S_MEMREALTIME").
+MORI_DEVICE uint64_t clock_ns() { return __builtin_amdgcn_s_memrealtime() * 10; }
+// The GPU has no stderr without the device libraries' hostcall; callers record the reason in the
+// device-error record before trapping, and the host runtime prints it.
+[[noreturn]] MORI_DEVICE void trap(const char*) { __builtin_trap(); }
+
+}  // namespace mori::platform

@@ -1,0 +1,56 @@
+// Vocabulary shared by both platform implementations: memory orders, memory scopes and launch
+// dimensions.
+#pragma once
+
+#include <cstdint>
+
+#include "mori/platform/macros.hpp"
+
+namespace mori::platform {
+
+// Memory order of an atomic or fence, as in the C++ memory model.
+enum class MemOrder { Relaxed, Acquire, Release, AcqRel, SeqCst };
+
+// The set of agents an atomic or fence orders against.
+//   Wavefront: lanes of one warp.   Block: threads of one block (workgroup).
+//   Agent: every thread of this GPU. System: this GPU, the CPU, peer GPUs over XGMI/PCIe and the
+//   NIC.
+// On the host backend every scope is a process-shared CPU scope, so all four behave as System.
+enum class MemScope { Wavefront, Block, Agent, System };
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr Dim3() = default;
+  constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  constexpr unsigned count() const { return x * y * z; }
+};
+
+// Largest wavefront any supported target has; the host backend's warp size may be smaller, never
+// larger.
+inline constexpr int kMaxWarpSize = 64;
+
+namespace detail {
+constexpr int gcc_order(MemOrder o) {
+  switch (o) {
+    case MemOrder::Relaxed:
+      return __ATOMIC_RELAXED;
+    case MemOrder::Acquire:
+      return __ATOMIC_ACQUIRE;
+    case MemOrder::Release:
+      return __ATOMIC_RELEASE;
+    case MemOrder::AcqRel:
+      return __ATOMIC_ACQ_REL;
+    default:
+      return __ATOMIC_SEQ_CST;
+  }
+}
+// A load cannot release and a store cannot acquire; keep the half that applies.
+constexpr MemOrder load_order(MemOrder o) {
+  return o == MemOrder::Release ? MemOrder::Relaxed : o == MemOrder::AcqRel ? MemOrder::Acquire : o;
+}
+constexpr MemOrder store_order(MemOrder o) {
+  return o == MemOrder::Acquire ? MemOrder::Relaxed : o == MemOrder::AcqRel ? MemOrder::Release : o;
+}
+}  // namespace detail
+
+}  // namespace mori::platform

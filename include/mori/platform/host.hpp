@@ -1,0 +1,183 @@
+// Platform layer for the host backend: device code runs on CPU threads started by
+// mori::host::launch, one thread per GPU lane. Peer memory is shared memory, so every memory scope
+// is a CPU-wide (system) scope here.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+
+#include "mori/platform/common.hpp"
+#include "mori/platform/host_context.hpp"
+
+namespace mori::platform {
+
+inline constexpr bool kOnHost = true;
+
+// CPU threads standing in for lanes share cache lines badly, so each lane of a scope copies one
+// contiguous span.
+inline constexpr bool kLanesInterleave = false;
+
+using Vec16 = unsigned int __attribute__((vector_size(16), may_alias));
+
+// ---- indices and sizes
+// ----------------------------------------------------------------------------------------
+inline int warp_size() { return host::context().warp_size; }
+inline Dim3 thread_idx() { return host::context().thread_idx; }
+inline Dim3 block_idx() { return host::context().block_idx; }
+inline Dim3 block_dim() { return host::context().block_dim; }
+inline Dim3 grid_dim() { return host::context().grid_dim; }
+inline int lane_id() { return host::context().lane; }
+
+// ---- failure
+// ---------------------------------------------------------------------------------------------------
+[[noreturn]] inline void trap(const char* message) { throw host::TrapError(message); }
+
+// ---- barriers
+// --------------------------------------------------------------------------------------------------
+inline void warp_sync() {
+  const host::LaunchContext& c = host::context();
+  if (c.warp) c.warp->barrier.arrive_and_wait();
+}
+inline void block_sync() {
+  const host::LaunchContext& c = host::context();
+  if (c.block) c.block->barrier.arrive_and_wait();
+}
+
+// ---- warp collectives
+// ------------------------------------------------------------------------------------------ Lanes
+// are independent threads here, so no two lanes are ever converged: the active set at any call is
+// the calling lane alone (docs/host-backend.md). Code that aggregates over active_mask() then
+// degenerates to one lane, which is correct, and divergent calls such as `if (lane == 0) put(...)`
+// work as on the GPU.
+inline uint64_t active_mask() { return uint64_t{1} << lane_id(); }
+inline uint64_t ballot(bool pred) { return pred ? active_mask() : 0; }
+template <typename T>
+inline T broadcast(T value, int src_lane) {
+  if (src_lane != lane_id()) trap("mori: broadcast from a lane that is not active");
+  return value;
+}
+
+// Whole-warp collectives: every live lane of the warp calls them, as with CUDA's *_sync(full mask)
+// forms.
+inline uint64_t warp_ballot(bool pred) {
+  const host::LaunchContext& c = host::context();
+  if (!c.warp) return pred ? 1 : 0;
+  c.warp->slots[c.lane] = pred;
+  warp_sync();
+  uint64_t mask = 0;
+  for (int i = 0; i < c.warp_lanes; ++i) mask |= (c.warp->slots[i] ? uint64_t{1} : 0) << i;
+  warp_sync();  // nobody overwrites a slot before every lane has read them all
+  return mask;
+}
+template <typename T>
+inline T warp_broadcast(T value, int src_lane) {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "warp_broadcast moves values of at most 8 bytes");
+  const host::LaunchContext& c = host::context();
+  if (!c.warp) return value;
+  if (c.lane == src_lane) std::memcpy(&c.warp->slots[0], &value, sizeof(T));
+  warp_sync();
+  T out;
+  std::memcpy(&out, &c.warp->slots[0], sizeof(T));
+  warp_sync();
+  return out;
+}
+
+// ---- atomics and fences
+// ----------------------------------------------------------------------------------------
+namespace detail {
+constexpr std::memory_order std_order(MemOrder o) {
+  switch (o) {
+    case MemOrder::Relaxed:
+      return std::memory_order_relaxed;
+    case MemOrder::Acquire:
+      return std::memory_order_acquire;
+    case MemOrder::Release:
+      return std::memory_order_release;
+    case MemOrder::AcqRel:
+      return std::memory_order_acq_rel;
+    default:
+      return std::memory_order_seq_cst;
+  }
+}
+template <typename T>
+std::atomic_ref<T> ref(T* p) {
+  return std::atomic_ref<T>(*p);
+}
+}  // namespace detail
+
+template <MemOrder O, MemScope S, typename T>
+inline T atomic_load(const T* p) {
+  return detail::ref(const_cast<T*>(p)).load(detail::std_order(detail::load_order(O)));
+}
+template <MemOrder O, MemScope S, typename T>
+inline void atomic_store(T* p, T v) {
+  detail::ref(p).store(v, detail::std_order(detail::store_order(O)));
+}
+template <MemOrder O, MemScope S, typename T>
+inline T atomic_fetch_add(T* p, T v) {
+  return detail::ref(p).fetch_add(v, detail::std_order(O));
+}
+template <MemOrder O, MemScope S, typename T>
+inline T atomic_fetch_and(T* p, T v) {
+  return detail::ref(p).fetch_and(v, detail::std_order(O));
+}
+template <MemOrder O, MemScope S, typename T>
+inline T atomic_fetch_or(T* p, T v) {
+  return detail::ref(p).fetch_or(v, detail::std_order(O));
+}
+template <MemOrder O, MemScope S, typename T>
+inline T atomic_fetch_xor(T* p, T v) {
+  return detail::ref(p).fetch_xor(v, detail::std_order(O));
+}
+template <MemOrder O, MemScope S, typename T>
+inline T atomic_exchange(T* p, T v) {
+  return detail::ref(p).exchange(v, detail::std_order(O));
+}
+// Returns the value found at *p; the swap happened iff it equals `expected`.
+template <MemOrder O, MemScope S, typename T>
+inline T atomic_compare_swap(T* p, T expected, T desired) {
+  detail::ref(p).compare_exchange_strong(expected, desired, detail::std_order(O),
+                                         detail::std_order(detail::load_order(O)));
+  return expected;
+}
+
+template <MemOrder O, MemScope S>
+inline void fence() {
+  static_assert(O != MemOrder::Relaxed,
+                "a relaxed fence orders nothing: name the order it must provide");
+  std::atomic_thread_fence(detail::std_order(O));
+}
+inline void system_fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+// ---- bulk access
+// -----------------------------------------------------------------------------------------------
+inline bool is_global(const void*) { return true; }
+inline Vec16 load16_global(const void* p) { return *static_cast<const Vec16*>(p); }
+inline void store16_global(void* p, Vec16 v) { *static_cast<Vec16*>(p) = v; }
+
+// ---- progress and time
+// -----------------------------------------------------------------------------------------
+// Spinning lanes share two cores with the lanes they wait for: pause, and yield the core now and
+// then. A lane of a failed launch unwinds here instead of spinning forever.
+inline void relax() {
+  thread_local unsigned spins = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+  if ((++spins & 15) == 0) {
+    std::this_thread::yield();
+    const host::LaunchContext* c = host::tls_context;
+    if (c && c->launch->failed.load(std::memory_order_relaxed)) throw host::LaunchAborted{};
+  }
+}
+inline uint64_t clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace mori::platform

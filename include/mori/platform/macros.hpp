@@ -1,0 +1,47 @@
+// Backend selection and the attribute macros every device header uses.
+//
+// This file and its siblings in platform/ are the only code that knows which backend it is compiled
+// for:
+//   - clang in HIP mode (`-x hip`, both the device and the host pass): the amdgcn backend. Device
+//   functions carry
+//     clang's `device` attribute and are only code-generated for amdgcn.
+//   - any other compiler pass with MORI_BACKEND_HOST: the host backend, where device code runs on
+//   CPU threads.
+// HIP's own names (__device__, __global__, threadIdx, warpSize, ...) are never defined here, so
+// users can include <hip/hip_runtime.h> and <mori/shmem.hpp> in either order.
+#pragma once
+
+#if defined(__HIP__)
+#define MORI_ON_AMDGCN 1
+#define MORI_DEVICE __attribute__((device)) inline
+#define MORI_DEVICE_NOINLINE __attribute__((device)) __attribute__((noinline))
+#define MORI_DEVICE_VAR __attribute__((device))
+#define MORI_KERNEL extern "C" __attribute__((global))
+#if defined(__HIP_DEVICE_COMPILE__)
+#define MORI_DEVICE_PASS \
+  1  // code generation for amdgcn is under way (not the host pass of a HIP file)
+#endif
+#elif defined(MORI_BACKEND_HOST)
+#define MORI_ON_HOST 1
+#define MORI_DEVICE inline
+#define MORI_DEVICE_NOINLINE __attribute__((noinline))
+#define MORI_DEVICE_VAR
+#define MORI_KERNEL extern "C"
+#define MORI_DEVICE_PASS 1  // device code is ordinary host code on this backend
+#else
+#error \
+    "mori device headers need clang -x hip (hip backend) or -DMORI_BACKEND_HOST (link mori::device)"
+#endif
+
+// Device-side argument checks: compiled in on the host backend and in debug GPU builds, out of
+// release GPU builds.
+#if !defined(MORI_DEVICE_CHECKS)
+#if defined(MORI_ON_HOST) || !defined(NDEBUG)
+#define MORI_DEVICE_CHECKS 1
+#else
+#define MORI_DEVICE_CHECKS 0
+#endif
+#endif
+
+#define MORI_STRINGIFY_(x) #x
+#define MORI_STRINGIFY(x) MORI_STRINGIFY_(x)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages mori needs to build and test on this machine. Idempotent: when every package is
+# already installed it prints nothing and touches neither apt's lists nor the network.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build g++ make pkg-config
+  # device compiler, bitcode, code objects, MLIR path (NOTES-toolchain.md: hipcc is clang-15 and cannot do gfx942)
+  clang-19 lld-19 llvm-19 clang-tools-19 clang-format-19 mlir-19-tools libclang-rt-19-dev
+  # HIP host runtime and rocPRIM (hip backend compile checks)
+  libamdhip64-dev rocm-device-libs librocprim-dev
+  # RDMA verbs and MLX5 direct access
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
+  # bootstrap, launching, and the OpenSHMEM peer in benchmarks
+  libopenmpi-dev openmpi-bin
+  # tests, options, JSON
+  doctest-dev libcli11-dev nlohmann-json3-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

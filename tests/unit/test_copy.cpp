@@ -1,0 +1,158 @@
+// copy<Scope>: every size from 0 to 4097 and 16 MiB, every source and destination misalignment
+// 0..15, poisoned guard bytes around the destination, and PROT_NONE pages around the source so that
+// a stray read faults.
+#include <doctest/doctest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "mori/core.hpp"
+#include "mori/host/launch.hpp"
+
+namespace {
+
+constexpr unsigned char kPoison = 0xA5;
+constexpr size_t kGuard = 64;
+
+// A source buffer with an inaccessible page on each side. A case places its bytes flush against one
+// of the two guard pages, alternating, so that reading one byte too many on either end faults.
+class GuardedSource {
+ public:
+  explicit GuardedSource(size_t max_bytes) {
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    span_ = (max_bytes + 16 + page_ - 1) / page_ * page_;
+    base_ = static_cast<char*>(mmap(nullptr, span_ + 2 * page_, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    REQUIRE(base_ != MAP_FAILED);
+    mprotect(base_, page_, PROT_NONE);
+    mprotect(base_ + page_ + span_, page_, PROT_NONE);
+    for (size_t i = 0; i < span_; ++i) base_[page_ + i] = static_cast<char>((i * 131 + 7) % 251);
+  }
+  ~GuardedSource() { munmap(base_, span_ + 2 * page_); }
+  // Bytes whose first byte has address phase `misalign` mod 16, touching a guard page at one end.
+  const char* place(size_t bytes, size_t misalign, bool at_end) const {
+    if (!at_end) return base_ + page_ + misalign;
+    const char* end = base_ + page_ + span_;
+    const char* p = end - bytes;
+    p -= ((reinterpret_cast<uintptr_t>(p) & 15) - misalign) & 15;  // move down to the wanted phase
+    return p;
+  }
+
+ private:
+  size_t page_ = 0, span_ = 0;
+  char* base_ = nullptr;
+};
+
+struct Case {
+  size_t bytes, src_misalign, dst_misalign;
+};
+
+std::vector<Case> sweep(bool full_cross_product) {
+  std::vector<Case> cases;
+  for (size_t n = 0; n <= 4097; ++n) {
+    if (full_cross_product) {
+      for (size_t c = 0; c < 256; ++c) cases.push_back({n, c & 15, c >> 4});
+    } else {
+      cases.push_back({n, n & 15, (n >> 4) & 15});  // every pair of misalignments recurs 16 times
+    }
+  }
+  if (!full_cross_product) {
+    const size_t edges[] = {0,  1,   2,   3,   7,   8,   15,  16,   17,   31,   32,   33,   63,  64,
+                            65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097};
+    for (size_t n : edges)
+      for (size_t c = 0; c < 256; ++c) cases.push_back({n, c & 15, c >> 4});
+  }
+  const size_t big = size_t{16} << 20;
+  for (Case c : {Case{big, 0, 0}, Case{big, 3, 3}, Case{big, 1, 6}, Case{big, 8, 0}})
+    cases.push_back(c);
+  return cases;
+}
+
+// Runs every case inside one launch: the leader poisons the destination, the scope copies, the
+// leader checks.
+template <typename S>
+void run_copy_cases(const std::vector<Case>& cases, mori::host::LaunchConfig config) {
+  size_t max_bytes = 0;
+  for (const Case& c : cases) max_bytes = c.bytes > max_bytes ? c.bytes : max_bytes;
+  GuardedSource source(max_bytes);
+  // Each warp of a Warp-scope launch is its own scope and gets its own destination.
+  const int groups = std::is_same_v<S, mori::Warp>
+                         ? (config.block.count() + config.warp_size - 1) / config.warp_size
+                         : 1;
+  std::vector<std::vector<unsigned char>> dst(groups);
+  for (auto& d : dst) d.resize(max_bytes + 2 * kGuard + 32);
+
+  auto kernel = [&] {
+    const int group = std::is_same_v<S, mori::Warp> ? mori::platform::warp_id() : 0;
+    char* const dst_base = reinterpret_cast<char*>(
+        (reinterpret_cast<uintptr_t>(dst[group].data()) + kGuard + 15) / 16 * 16);  // 16-aligned
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      const char* src = source.place(c.bytes, c.src_misalign, i % 2 == 1);
+      char* out = dst_base + c.dst_misalign;
+      if (S::leader()) std::memset(out - kGuard, kPoison, c.bytes + 2 * kGuard);
+      S::sync();
+      mori::copy<S>(out, src, c.bytes);
+      S::sync();
+      if (!S::leader()) continue;
+      char what[160];
+      for (size_t g = 0; g < kGuard; ++g) {
+        if (static_cast<unsigned char>(out[-1 - static_cast<ptrdiff_t>(g)]) != kPoison ||
+            static_cast<unsigned char>(out[c.bytes + g]) != kPoison) {
+          std::snprintf(what, sizeof what, "guard byte %zu overwritten: bytes %zu src+%zu dst+%zu",
+                        g, c.bytes, c.src_misalign, c.dst_misalign);
+          mori::platform::trap(what);
+        }
+      }
+      if (std::memcmp(out, src, c.bytes) != 0) {
+        std::snprintf(what, sizeof what, "data differs: bytes %zu src+%zu dst+%zu", c.bytes,
+                      c.src_misalign, c.dst_misalign);
+        mori::platform::trap(what);
+      }
+    }
+  };
+  auto status = mori::host::launch(config, kernel);
+  CHECK_MESSAGE(status.ok(), status.message());
+}
+
+}  // namespace
+
+TEST_CASE("copy<Thread>: every size 0..4097 x every misalignment pair, and 16 MiB") {
+  run_copy_cases<mori::Thread>(sweep(true), {{1}, {1}});
+}
+
+TEST_CASE("copy<Warp>: sizes 0..4097 and 16 MiB over all misalignments, 64 lanes") {
+  run_copy_cases<mori::Warp>(sweep(false), {{1}, {64}});
+}
+
+TEST_CASE("copy<Warp>: a narrow host warp of 8 lanes and a partial last warp") {
+  // A block of 20 threads with 8-lane warps: warps of 8, 8 and 4 lanes. Every warp copies its own
+  // cases.
+  run_copy_cases<mori::Warp>(sweep(false), {{1}, {20}, 8});
+}
+
+TEST_CASE("copy<Block>: sizes 0..4097 and 16 MiB over all misalignments, 96 threads") {
+  run_copy_cases<mori::Block>(sweep(false), {{1}, {96}});
+}
+
+TEST_CASE("copy: a failing check inside the copy loop fails the launch with its message") {
+  // The checker must be able to fail: corrupt one destination byte after the copy and expect the
+  // trap.
+  std::vector<char> src(100, 'x'), dst(100, 0);
+  auto status = mori::host::launch({1}, {64}, [&] {
+    mori::copy<mori::Warp>(dst.data(), src.data(), src.size());
+    mori::Warp::sync();
+    if (mori::Warp::leader()) {
+      dst[42] = 'y';
+      if (std::memcmp(dst.data(), src.data(), src.size()) != 0)
+        mori::platform::trap("data differs");
+    }
+  });
+  CHECK_FALSE(status.ok());
+  CHECK(status.message().find("data differs") != std::string::npos);
+}
