@@ -125,26 +125,13 @@ template <MemOrder O, MemScope S, typename T>
 MORI_DEVICE void atomic_store(T* p, T v) {
   __hip_atomic_store(p, v, MORI_AMDGCN_ORDER(detail::store_order(O)), MORI_AMDGCN_SCOPE(S));
 }
-template <MemOrder O, MemScope S, typename T>
-MORI_DEVICE T atomic_fetch_add(T* p, T v) {
-  return __hip_atomic_fetch_add(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
-}
-template <MemOrder O, MemScope S, typename T>
-MORI_DEVICE T atomic_fetch_and(T* p, T v) {
-  return __hip_atomic_fetch_and(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
-}
-template <MemOrder O, MemScope S, typename T>
-MORI_DEVICE T atomic_fetch_or(T* p, T v) {
-  return __hip_atomic_fetch_or(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
-}
-template <MemOrder O, MemScope S, typename T>
-MORI_DEVICE T atomic_fetch_xor(T* p, T v) {
-  return __hip_atomic_fetch_xor(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
-}
-template <MemOrder O, MemScope S, typename T>
-MORI_DEVICE T atomic_exchange(T* p, T v) {
-  return __hip_atomic_exchange(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S));
-}
+#define MORI_AMDGCN_RMW(op)                                                     \
+  template <MemOrder O, MemScope S, typename T>                                 \
+  MORI_DEVICE T atomic_##op(T* p, T v) {                                        \
+    return __hip_atomic_##op(p, v, MORI_AMDGCN_ORDER(O), MORI_AMDGCN_SCOPE(S)); \
+  }
+MORI_ATOMIC_RMW_OPS(MORI_AMDGCN_RMW)
+#undef MORI_AMDGCN_RMW
 // Returns the value found at *p; the swap happened iff it equals `expected`.
 template <MemOrder O, MemScope S, typename T>
 MORI_DEVICE T atomic_compare_swap(T* p, T expected, T desired) {

@@ -25,6 +25,11 @@ struct Dim3 {
   constexpr unsigned count() const { return x * y * z; }
 };
 
+// The read-modify-write atomics each platform provides as atomic_<op><Order, Scope>(T* p, T v) ->
+// old value. Each name is both the clang builtin's suffix (__hip_atomic_<op>) and std::atomic_ref's
+// member function.
+#define MORI_ATOMIC_RMW_OPS(X) X(fetch_add) X(fetch_and) X(fetch_or) X(fetch_xor) X(exchange)
+
 // Largest wavefront any supported target has; the host backend's warp size may be smaller, never
 // larger.
 inline constexpr int kMaxWarpSize = 64;

@@ -117,26 +117,13 @@ template <MemOrder O, MemScope S, typename T>
 inline void atomic_store(T* p, T v) {
   detail::ref(p).store(v, detail::std_order(detail::store_order(O)));
 }
-template <MemOrder O, MemScope S, typename T>
-inline T atomic_fetch_add(T* p, T v) {
-  return detail::ref(p).fetch_add(v, detail::std_order(O));
-}
-template <MemOrder O, MemScope S, typename T>
-inline T atomic_fetch_and(T* p, T v) {
-  return detail::ref(p).fetch_and(v, detail::std_order(O));
-}
-template <MemOrder O, MemScope S, typename T>
-inline T atomic_fetch_or(T* p, T v) {
-  return detail::ref(p).fetch_or(v, detail::std_order(O));
-}
-template <MemOrder O, MemScope S, typename T>
-inline T atomic_fetch_xor(T* p, T v) {
-  return detail::ref(p).fetch_xor(v, detail::std_order(O));
-}
-template <MemOrder O, MemScope S, typename T>
-inline T atomic_exchange(T* p, T v) {
-  return detail::ref(p).exchange(v, detail::std_order(O));
-}
+#define MORI_HOST_RMW(op)                              \
+  template <MemOrder O, MemScope S, typename T>        \
+  inline T atomic_##op(T* p, T v) {                    \
+    return detail::ref(p).op(v, detail::std_order(O)); \
+  }
+MORI_ATOMIC_RMW_OPS(MORI_HOST_RMW)
+#undef MORI_HOST_RMW
 // Returns the value found at *p; the swap happened iff it equals `expected`.
 template <MemOrder O, MemScope S, typename T>
 inline T atomic_compare_swap(T* p, T expected, T desired) {
