@@ -10,10 +10,10 @@
 #pragma once
 
 #include <functional>
-#include <string>
 #include <utility>
 
 #include "mori/platform/common.hpp"
+#include "mori/status.hpp"
 
 namespace mori::host {
 
@@ -25,18 +25,7 @@ struct LaunchConfig {
 
 // The outcome of a launch: ok, or the first failure's one-line reason (which lane trapped, and its
 // message).
-class [[nodiscard]] Status {
- public:
-  Status() = default;
-  static Status error(std::string message) { return Status(std::move(message)); }
-  bool ok() const { return !failed_; }
-  const std::string& message() const { return message_; }
-
- private:
-  explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
-  bool failed_ = false;
-  std::string message_;
-};
+using Status = mori::Status;
 
 // Runs body() once per lane and returns when every lane has finished. A lane that traps or throws
 // fails the launch: the other lanes are unwound at their next barrier or relax(), and all threads
