@@ -4,6 +4,10 @@
 
 #include "mori/platform/macros.hpp"
 
+#if defined(MORI_HOST_SIDE_ONLY)
+#error "mori device code on the hip backend must be compiled with clang -x hip"
+#endif
+
 #if defined(MORI_ON_AMDGCN)
 #include "mori/platform/amdgcn.hpp"
 #else

@@ -1,10 +1,12 @@
-// The symmetric allocator: hands out offsets in [0, capacity). It is deterministic, so PEs that make the same
-// calls in the same order get the same offsets, which is what makes the heap symmetric.
+// The symmetric allocator: hands out offsets in [0, capacity). It is deterministic, so PEs that
+// make the same calls in the same order get the same offsets, which is what makes the heap
+// symmetric.
 #pragma once
 
 #include <cstddef>
 #include <map>
 
+#include "heap/free_list.hpp"
 #include "mori/status.hpp"
 
 namespace mori::heap {
@@ -12,9 +14,9 @@ namespace mori::heap {
 class SymmetricAllocator {
  public:
   explicit SymmetricAllocator(size_t capacity);
-  // First fit. `alignment` is a power of two. A zero size is given a distinct offset of its own (minimum one
-  // alignment unit), as malloc(0) may. On failure *offset is untouched and the reason says how much was asked
-  // for and how much is free in the largest hole.
+  // First fit. `alignment` is a power of two. A zero size is given a distinct offset of its own
+  // (minimum one alignment unit), as malloc(0) may. On failure *offset is untouched and the reason
+  // says how much was asked for and how much is free in the largest hole.
   Status allocate(size_t size, size_t alignment, size_t* offset);
   // `offset` must have come from allocate() and not been released since.
   Status release(size_t offset);
@@ -28,7 +30,7 @@ class SymmetricAllocator {
  private:
   size_t capacity_;
   size_t used_ = 0;
-  std::map<size_t, size_t> free_;  // offset -> size, coalesced
+  FreeList free_;                  // the holes, coalesced
   std::map<size_t, size_t> live_;  // offset -> size as reserved
 };
 

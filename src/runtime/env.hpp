@@ -1,4 +1,5 @@
-// Environment variables of the runtime: parsed once at init, each error quoting the variable and its value.
+// Environment variables of the runtime: parsed once at init, each error quoting the variable and
+// its value.
 #pragma once
 
 #include <chrono>
@@ -11,24 +12,29 @@
 
 namespace mori::env {
 
-// "6G", "512M", "2g", "64k", "1T" or plain bytes ("1048576"). Anything else, zero, or an overflow is an error
-// that quotes the text: `MORI_SHMEM_HEAP_SIZE="6X" is not a size: use bytes or a number with K, M, G or T (6G)`.
+// "6G", "512M", "2g", "64k", "1T" or plain bytes ("1048576"). Anything else, zero, or an overflow
+// is an error that quotes the text:
+//   MORI_SHMEM_HEAP_SIZE="6X" is not a size: use bytes or a number with K, M, G or T (6G)
 Status parse_size(const char* variable, const std::string& text, size_t* out);
-// A non-negative decimal integer no greater than `max`.
+// A non-negative decimal integer no greater than `max`. Errors quote the text:
+//   MORI_SHMEM_TIMEOUT_MS="-1" is not a non-negative integer
+//   MORI_NUM_QP_PER_PE="65" is too large: the most accepted is 64
 Status parse_uint(const char* variable, const std::string& text, uint64_t max, uint64_t* out);
 
 struct Settings {
-  size_t heap_size = size_t{1} << 30;        // MORI_SHMEM_HEAP_SIZE, default 1G
-  heap::Mode heap_mode = heap::Mode::Static;  // MORI_SHMEM_MODE=static_heap|vmm_heap
-  size_t vmm_chunk_size = size_t{64} << 20;   // MORI_SHMEM_VMM_CHUNK_SIZE, default 64M
-  int num_qp_per_pe = 4;                      // MORI_NUM_QP_PER_PE, 1..64
+  size_t heap_size = size_t{1} << 30;                  // MORI_SHMEM_HEAP_SIZE, default 1G
+  heap::Mode heap_mode = heap::Mode::Static;           // MORI_SHMEM_MODE=static_heap|vmm_heap
+  size_t vmm_chunk_size = size_t{64} << 20;            // MORI_SHMEM_VMM_CHUNK_SIZE, default 64M
+  int num_qp_per_pe = 4;                               // MORI_NUM_QP_PER_PE, 1..64
   std::chrono::milliseconds bootstrap_timeout{30000};  // MORI_SHMEM_BOOTSTRAP_TIMEOUT, in seconds
-  uint64_t timeout_ms = 0;                    // MORI_SHMEM_TIMEOUT_MS: device wait deadline, 0 = none
-  bool check_symmetry = false;                // MORI_SHMEM_CHECK_SYMMETRY=0|1, default 1 in debug builds
-  std::string rdma_devices;                   // MORI_RDMA_DEVICES, as given
+  uint64_t timeout_ms = 0;      // MORI_SHMEM_TIMEOUT_MS: device wait deadline, 0 = none
+  bool check_symmetry = false;  // MORI_SHMEM_CHECK_SYMMETRY=0|1, default 1 in debug builds
+  std::string rdma_devices;     // MORI_RDMA_DEVICES, as given
 };
 
-// Reads every variable above from the environment.
+// Reads every variable above from the environment; unset or empty ones keep their defaults. In
+// vmm_heap mode heap_size is rounded UP to a whole number of VMM chunks, and the chunk size must be
+// a multiple of the page size. *out is written only on success.
 Status load(Settings* out);
 
 }  // namespace mori::env

@@ -1,5 +1,5 @@
-// doctest main for tests run under mpirun: MPI is initialised before the tests and finalised after. Only rank
-// 0 prints doctest's summary; a failing rank prints its failures and exits non-zero.
+// doctest main for tests run under mpirun: MPI is initialised before the tests and finalised after.
+// Only rank 0 prints doctest's summary; a failing rank prints its failures and exits non-zero.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <mpi.h>

@@ -14,7 +14,7 @@
 #if defined(__HIP__)
 #define MORI_ON_AMDGCN 1
 #define MORI_DEVICE __attribute__((device)) inline
-#define MORI_DEVICE_NOINLINE __attribute__((device)) __attribute__((noinline))
+#define MORI_DEVICE_NOINLINE __attribute__((device)) inline __attribute__((noinline))
 #define MORI_DEVICE_VAR __attribute__((device))
 #define MORI_KERNEL extern "C" __attribute__((global))
 #if defined(__HIP_DEVICE_COMPILE__)
@@ -24,13 +24,17 @@
 #elif defined(MORI_BACKEND_HOST)
 #define MORI_ON_HOST 1
 #define MORI_DEVICE inline
-#define MORI_DEVICE_NOINLINE __attribute__((noinline))
+#define MORI_DEVICE_NOINLINE inline __attribute__((noinline))
 #define MORI_DEVICE_VAR
 #define MORI_KERNEL extern "C"
 #define MORI_DEVICE_PASS 1  // device code is ordinary host code on this backend
+#elif defined(MORI_BACKEND_HIP)
+// Plain C++ host code of a hip-backend build (the runtime, users' host files): the shared types are
+// usable, device functions are not (platform.hpp refuses).
+#define MORI_HOST_SIDE_ONLY 1
+#define MORI_DEVICE_VAR
 #else
-#error \
-    "mori device headers need clang -x hip (hip backend) or -DMORI_BACKEND_HOST (link mori::device)"
+#error "mori headers need clang -x hip, or MORI_BACKEND_HOST / MORI_BACKEND_HIP (mori::device)"
 #endif
 
 // Device-side argument checks: compiled in on the host backend and in debug GPU builds, out of

@@ -7,7 +7,8 @@ namespace mori::shmem {
 
 inline constexpr int kUniqueIdBytes = 128;
 
-// Opaque to users: rank 0 creates it with get_unique_id(), every rank passes the same bytes to init_attr().
+// Opaque to users: rank 0 creates it with get_unique_id(), every rank passes the same bytes to
+// init_attr().
 struct UniqueId {
   uint8_t bytes[kUniqueIdBytes];
 };

@@ -1,0 +1,111 @@
+// GpuStates: everything device code knows about the job, filled by the host runtime at init and
+// read by every device call. It is the ABI between the runtime and device code (including
+// separately loaded code objects, see module_init), so it is plain data, versioned and size-pinned,
+// with the same layout on both backends: every pointer is a 64-bit device address on amdgcn and a
+// 64-bit host address on the host backend.
+#pragma once
+
+#include <cstdint>
+
+#include "mori/platform/macros.hpp"
+
+namespace mori::shmem {
+
+// Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
+// another version.
+inline constexpr uint32_t kGpuStatesAbiVersion = 1;
+
+// How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
+enum class Transport : uint8_t {
+  kUnreachable = 0,
+  kP2P = 1,   // peer memory mapped into this PE (XGMI/PCIe peer mapping; shared memory on the host
+              // backend)
+  kRdma = 2,  // a NIC queue pair, driven by the GPU (IBGDA)
+  kSdma = 3,  // the SDMA engines (delegates to P2P until a native engine exists)
+};
+
+// A buffer registered with buffer_register: [base, base + size) on this PE, the same offset on
+// every PE.
+struct RegisteredRegion {
+  uint64_t base;
+  uint64_t size;
+  const uint64_t*
+      peer_bases;  // [n_pes] where this PE reaches each PE's copy over P2P, 0 if it cannot
+  const uint64_t* remote_bases;  // [n_pes] each PE's copy in that PE's own address space (RDMA)
+  const uint32_t* rkeys;         // [n_pes] remote keys, when RDMA is set up
+  uint32_t lkey;
+  uint32_t reserved;
+};
+static_assert(sizeof(RegisteredRegion) == 48, "RegisteredRegion is part of the device-state ABI");
+
+// The device-error record: the first failure a device call detects (a bad argument, a timed-out
+// wait, an error completion) is written here before the kernel traps, so that the host can print
+// what happened.
+struct DeviceError {
+  uint32_t code;      // 0: none (DeviceErrorCode, device API)
+  int32_t pe;         // the PE the failed call targeted, -1 if none
+  uint64_t address;   // the address involved, 0 if none
+  uint64_t observed;  // the awaited value's state when a wait timed out
+  uint32_t qp;        // RDMA: queue pair and queue indices at the time of the error
+  uint32_t sq_posted;
+  uint32_t sq_completed;
+  uint32_t cq_consumed;
+  char message[160];  // NUL-terminated, one line
+};
+static_assert(sizeof(DeviceError) == 200, "DeviceError is part of the device-state ABI");
+
+struct GpuStates {
+  uint32_t abi_version;   // kGpuStatesAbiVersion once initialised; 0 before init and after finalize
+  uint32_t struct_bytes;  // sizeof(GpuStates) as built into the runtime
+  int32_t rank;
+  int32_t n_pes;
+  int32_t num_qp_per_pe;
+  uint32_t flags;  // reserved, 0
+  // This PE's symmetric heap: [heap_base, heap_base + heap_size).
+  uint64_t heap_base;
+  uint64_t heap_size;
+  const uint8_t* transports;   // [n_pes] Transport to each PE (this PE: kP2P)
+  const uint64_t* peer_bases;  // [n_pes] each PE's heap as mapped here, 0 where not P2P-reachable
+  const uint64_t*
+      remote_bases;       // [n_pes] each PE's heap base in that PE's own address space (RDMA)
+  const uint32_t* rkeys;  // [n_pes] each PE's heap rkey, when RDMA is set up
+  const RegisteredRegion* regions;
+  int32_t n_regions;
+  uint32_t heap_lkey;
+  void* rdma_endpoints;  // [n_pes * num_qp_per_pe] provider endpoints (transport/rdma), null
+                         // without RDMA
+  // Symmetric scratch inside the heap that the runtime reserves for device barriers and signals.
+  uint64_t* internal;
+  uint64_t internal_bytes;
+  DeviceError* error;   // this PE's device-error record, readable by the host after a trap
+  uint64_t timeout_ns;  // deadline of every device wait (MORI_SHMEM_TIMEOUT_MS); 0 waits forever
+  uint64_t reserved[6];
+};
+static_assert(sizeof(GpuStates) == 176,
+              "GpuStates is the runtime/device ABI: bump kGpuStatesAbiVersion");
+static_assert(sizeof(void*) == 8, "GpuStates assumes 64-bit addresses on host and device");
+
+}  // namespace mori::shmem
+
+// Exactly one definition per code object. On the host backend it lives in libmori_shmem. On the hip
+// backend each code object defines it once with MORI_SHMEM_DEFINE_GPU_STATES() (per translation
+// unit without -fgpu-rdc), which also registers it so the runtime fills it; modules loaded later
+// get it through module_init.
+#if defined(MORI_ON_HOST)
+namespace mori::shmem {
+extern GpuStates globalGpuStates;
+}  // namespace mori::shmem
+#define MORI_SHMEM_DEFINE_GPU_STATES()
+#elif defined(MORI_ON_AMDGCN)
+extern "C" int mori_shmem_register_gpu_states(const void* host_symbol);
+namespace mori::shmem {
+extern MORI_DEVICE_VAR GpuStates globalGpuStates;
+}  // namespace mori::shmem
+#define MORI_SHMEM_DEFINE_GPU_STATES()                     \
+  namespace mori::shmem {                                  \
+  MORI_DEVICE_VAR GpuStates globalGpuStates;               \
+  [[maybe_unused]] static const int kGpuStatesRegistered = \
+      mori_shmem_register_gpu_states(&globalGpuStates);    \
+  }                                                        \
+  static_assert(true, "")
+#endif

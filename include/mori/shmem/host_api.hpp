@@ -1,0 +1,79 @@
+// The host API of mori::shmem, with the names and semantics of the user guide (docs/user-guide.md).
+//
+// Every call that can fail returns a status (0 on success) or a null pointer / 0 address, logs one
+// line to stderr naming the cause ("mori: malloc_align: alignment 3 is not a power of two"), and
+// keeps that line for last_error(). No call exits the process or asserts.
+//
+// Collective calls, which every PE makes with the same arguments in the same order: init,
+// init_attr, finalize, malloc, malloc_align, ext_malloc_with_flags, free, buffer_register,
+// buffer_deregister, barrier_all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mori/shmem/unique_id.hpp"
+
+namespace mori::shmem {
+
+// init_attr flags.
+inline constexpr unsigned MORI_SHMEM_INIT_WITH_MPI_COMM = 0;
+inline constexpr unsigned MORI_SHMEM_INIT_WITH_UNIQUEID = 1;
+
+struct InitAttr {
+  int rank = -1;    // MORI_SHMEM_INIT_WITH_UNIQUEID: this PE's rank, 0 <= rank < n_ranks
+  int n_ranks = 0;  // MORI_SHMEM_INIT_WITH_UNIQUEID: the number of PEs
+  UniqueId uid{};   // MORI_SHMEM_INIT_WITH_UNIQUEID: from get_unique_id() on rank 0
+  void* mpi_comm =
+      nullptr;  // MORI_SHMEM_INIT_WITH_MPI_COMM: an MPI_Comm*, or null for MPI_COMM_WORLD
+};
+
+// ---- setup and teardown
+// ----------------------------------------------------------------------------------------
+// Initialises over MPI_COMM_WORLD, calling MPI_Init first if nobody has (finalize then calls
+// MPI_Finalize).
+int init();
+int init_attr(unsigned flags, const InitAttr* attr);
+// On the PE that will be rank 0 (or on a launcher that then starts rank 0): creates the ID every
+// rank passes to init_attr. It opens the TCP listener that rank 0's init_attr uses.
+int get_unique_id(UniqueId* uid);
+int finalize();
+
+// ---- queries
+// ---------------------------------------------------------------------------------------------------
+int my_pe();          // -1 before init
+int n_pes();          // -1 before init
+int num_qp_per_pe();  // MORI_NUM_QP_PER_PE (default 4); -1 before init
+
+// ---- symmetric memory
+// ------------------------------------------------------------------------------------------ The
+// same offset in every PE's heap. The returned memory is 256-byte aligned. nullptr on failure.
+void* malloc(size_t size);
+void* malloc_align(size_t alignment, size_t size);  // alignment: a power of two
+void* ext_malloc_with_flags(size_t size,
+                            unsigned flags);  // flags: 0; others are reserved for GPU memory kinds
+int free(void* ptr);                          // ptr from malloc*; nullptr is a no-op
+
+// Registers a buffer outside the heap so that device calls may use it; every PE registers its own
+// buffer of the same size. 0 on success.
+int buffer_register(void* ptr, size_t size);
+int buffer_deregister(void* ptr, size_t size);
+
+// Where this process reaches `dest_pe`'s copy of the symmetric object at `ptr` (an address in
+// my_pe's heap), or 0 when dest_pe is not P2P-reachable (another node, MORI_DISABLE_P2P) or ptr is
+// not symmetric.
+uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe);
+
+// ---- synchronisation and modules
+// ------------------------------------------------------------------------------- Every PE waits
+// for all others; memory writes made before the barrier are visible to all PEs after it.
+int barrier_all();
+// Copies the live device state into a separately loaded code object: a hipModule_t on the hip
+// backend, a dlopen handle on the host backend. Refuses a module built for another device-state ABI
+// version.
+int module_init(void* module);
+
+// The reason of the last failed call on this thread ("" if none).
+const char* last_error();
+
+}  // namespace mori::shmem

@@ -1,0 +1,108 @@
+// The hip backend's side of the runtime: device memory from hipMalloc, the device-error record in
+// mapped host memory, and the device state copied with hipMemcpyToSymbol (the runtime's registered
+// copies) and through hipModuleGetGlobal (separately loaded modules).
+#include <hip/hip_runtime_api.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.hpp"
+
+namespace mori::backend {
+
+namespace {
+
+constexpr const char* kStatesSymbol =
+    "_ZN4mori5shmem15globalGpuStatesE";  // mori::shmem::globalGpuStates
+constexpr const char* kAbiSymbol = "mori_shmem_gpu_states_abi_version";
+
+Status check(hipError_t e, const char* what) {
+  if (e == hipSuccess) return {};
+  return Status::error(std::string(what) + " failed: " + hipGetErrorName(e) + " (" +
+                       hipGetErrorString(e) + ")");
+}
+
+std::mutex symbols_mu;
+std::vector<const void*>& symbols() {
+  static std::vector<const void*> s;
+  return s;
+}
+
+}  // namespace
+
+const char* name() { return "hip"; }
+
+Status open_device(int local_rank) {
+  int count = 0;
+  const hipError_t e = hipGetDeviceCount(&count);
+  if (e == hipErrorNoDevice || (e == hipSuccess && count == 0))
+    return Status::error(
+        "no HIP device: hipGetDeviceCount found none (is /dev/kfd present and accessible?)");
+  MORI_TRY(check(e, "hipGetDeviceCount"));
+  return check(hipSetDevice(local_rank % count), "hipSetDevice");
+}
+void close_device() {}
+
+Status alloc_device(size_t bytes, void** out) {
+  return check(hipMalloc(out, bytes ? bytes : 1), "hipMalloc");
+}
+Status copy_to_device(void* dst, const void* src, size_t bytes) {
+  return check(hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice), "hipMemcpy");
+}
+void free_device(void* p) { (void)hipFree(p); }
+Status alloc_host_visible(size_t bytes, void** out) {
+  return check(hipHostMalloc(out, bytes, hipHostMallocMapped | hipHostMallocCoherent),
+               "hipHostMalloc");
+}
+void free_host_visible(void* p) { (void)hipHostFree(p); }
+
+Status synchronize() { return check(hipDeviceSynchronize(), "hipDeviceSynchronize"); }
+
+Status publish(const shmem::GpuStates& states) {
+  std::lock_guard lock(symbols_mu);
+  for (const void* symbol : symbols())
+    MORI_TRY(check(hipMemcpyToSymbol(symbol, &states, sizeof states),
+                   "hipMemcpyToSymbol(globalGpuStates)"));
+  return {};
+}
+
+Status publish_to_module(void* module, const shmem::GpuStates& states) {
+  if (!module) return Status::error("module is null");
+  auto mod = static_cast<hipModule_t>(module);
+  hipDeviceptr_t ptr = nullptr;
+  size_t bytes = 0;
+  if (hipModuleGetGlobal(&ptr, &bytes, mod, kStatesSymbol) != hipSuccess) {
+    return Status::error(std::string("the module defines no mori::shmem::globalGpuStates (") +
+                         kStatesSymbol + "): link it with libmori_shmem_device.bc");
+  }
+  if (bytes != sizeof(shmem::GpuStates)) {
+    return Status::error("the module's globalGpuStates is " + std::to_string(bytes) +
+                         " bytes, this runtime's is " + std::to_string(sizeof(shmem::GpuStates)) +
+                         ": the module was built for another device-state ABI");
+  }
+  hipDeviceptr_t version_ptr = nullptr;
+  size_t version_bytes = 0;
+  if (hipModuleGetGlobal(&version_ptr, &version_bytes, mod, kAbiSymbol) == hipSuccess &&
+      version_bytes == sizeof(uint32_t)) {
+    uint32_t version = 0;
+    MORI_TRY(check(hipMemcpyDtoH(&version, version_ptr, sizeof version), "hipMemcpyDtoH"));
+    if (version != shmem::kGpuStatesAbiVersion) {
+      return Status::error("the module was built for device-state ABI version " +
+                           std::to_string(version) + ", this runtime provides version " +
+                           std::to_string(shmem::kGpuStatesAbiVersion));
+    }
+  }
+  return check(hipMemcpyHtoD(ptr, const_cast<shmem::GpuStates*>(&states), sizeof states),
+               "hipMemcpyHtoD");
+}
+
+}  // namespace mori::backend
+
+// Called by MORI_SHMEM_DEFINE_GPU_STATES() in each code object of a user's program (its static
+// initialiser).
+extern "C" int mori_shmem_register_gpu_states(const void* host_symbol) {
+  std::lock_guard lock(mori::backend::symbols_mu);
+  mori::backend::symbols().push_back(host_symbol);
+  return 0;
+}

@@ -1,0 +1,76 @@
+// The host backend's side of the runtime: device memory is ordinary memory, the device state is the
+// one globalGpuStates of this process, and a "module" is a shared object opened with dlopen.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/backend.hpp"
+
+namespace mori::shmem {
+GpuStates globalGpuStates{};
+}  // namespace mori::shmem
+
+namespace mori::backend {
+
+namespace {
+constexpr const char* kStatesSymbol =
+    "_ZN4mori5shmem15globalGpuStatesE";  // mori::shmem::globalGpuStates
+constexpr const char* kAbiSymbol = "mori_shmem_gpu_states_abi_version";
+}  // namespace
+
+const char* name() { return "host"; }
+
+Status open_device(int) { return {}; }
+void close_device() {}
+
+Status alloc_device(size_t bytes, void** out) {
+  *out = std::calloc(1, bytes ? bytes : 1);
+  return *out ? Status{}
+              : Status::error("out of host memory for " + std::to_string(bytes) + " bytes");
+}
+Status copy_to_device(void* dst, const void* src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return {};
+}
+void free_device(void* p) { std::free(p); }
+Status alloc_host_visible(size_t bytes, void** out) { return alloc_device(bytes, out); }
+void free_host_visible(void* p) { std::free(p); }
+
+Status synchronize() { return {}; }
+
+Status publish(const shmem::GpuStates& states) {
+  shmem::globalGpuStates = states;
+  return {};
+}
+
+Status publish_to_module(void* module, const shmem::GpuStates& states) {
+  if (!module) return Status::error("module is null");
+  dlerror();
+  void* symbol = dlsym(module, kStatesSymbol);
+  if (!symbol) {
+    return Status::error(std::string("the module defines no mori::shmem::globalGpuStates (") +
+                         kStatesSymbol + "): link it with libmori_shmem_device.bc");
+  }
+  // The symbol's size is the size of GpuStates the module was built with.
+  Dl_info info;
+  ElfW(Sym)* sym = nullptr;
+  if (dladdr1(symbol, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) && sym &&
+      sym->st_size != sizeof(shmem::GpuStates)) {
+    return Status::error("the module's globalGpuStates is " + std::to_string(sym->st_size) +
+                         " bytes, this runtime's is " + std::to_string(sizeof(shmem::GpuStates)) +
+                         ": the module was built for another device-state ABI");
+  }
+  if (auto* version = static_cast<const uint32_t*>(dlsym(module, kAbiSymbol));
+      version && *version != shmem::kGpuStatesAbiVersion) {
+    return Status::error("the module was built for device-state ABI version " +
+                         std::to_string(*version) + ", this runtime provides version " +
+                         std::to_string(shmem::kGpuStatesAbiVersion));
+  }
+  if (symbol != &shmem::globalGpuStates) std::memcpy(symbol, &states, sizeof states);
+  return {};
+}
+
+}  // namespace mori::backend

@@ -1,0 +1,39 @@
+// What the runtime needs from a backend, implemented once for the host backend (backend/host) and
+// once for HIP (backend/hip). Exactly one implementation is compiled into libmori_shmem.
+#pragma once
+
+#include <cstddef>
+
+#include "mori/shmem/gpu_states.hpp"
+#include "mori/status.hpp"
+
+namespace mori::backend {
+
+// "host" or "hip".
+const char* name();
+
+// Selects the GPU of this PE (the local_rank-th visible device) or fails naming why ("no HIP
+// device").
+Status open_device(int local_rank);
+void close_device();
+
+// Memory that device code reads (the arrays GpuStates points to) and that the host can also read
+// (the device-error record). On the host backend both are ordinary memory.
+Status alloc_device(size_t bytes, void** out);
+Status copy_to_device(void* dst, const void* src, size_t bytes);
+void free_device(void* p);
+Status alloc_host_visible(size_t bytes, void** out);
+void free_host_visible(void* p);
+
+// Waits until every kernel and copy this PE has started has finished.
+Status synchronize();
+
+// Makes `states` the device state of this process's own code (libmori_shmem, and on hip every copy
+// registered with MORI_SHMEM_DEFINE_GPU_STATES).
+Status publish(const shmem::GpuStates& states);
+
+// Copies `states` into the globalGpuStates of a separately loaded module (hipModule_t / dlopen
+// handle), after checking that the module was built for this device-state ABI.
+Status publish_to_module(void* module, const shmem::GpuStates& states);
+
+}  // namespace mori::backend

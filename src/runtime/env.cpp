@@ -1,0 +1,163 @@
+// The runtime's environment variables. Every parse is strict (no sign, no space, no fraction, no
+// trailing text): a value we half-understood would configure a job differently from what its
+// author meant, and the error that quotes it costs one line.
+#include "runtime/env.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+
+namespace mori::env {
+namespace {
+
+std::string quoted(const char* variable, const std::string& text) {
+  return std::string(variable) + "=\"" + text + "\"";
+}
+
+// The decimal number in text[0, end), or false if it is empty, not all digits, or overflows.
+bool parse_digits(const std::string& text, size_t end, uint64_t* out) {
+  if (end == 0) return false;
+  uint64_t value = 0;
+  for (size_t i = 0; i < end; ++i) {
+    const char c = text[i];
+    if (c < '0' || c > '9') return false;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return false;
+    value = value * 10 + digit;
+  }
+  *out = value;
+  return true;
+}
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The variable's value, or false when it is unset or empty (both keep the default).
+bool read(const char* variable, std::string* out) {
+  const char* value = std::getenv(variable);
+  if (!value || !*value) return false;
+  *out = value;
+  return true;
+}
+
+Status parse_at_least(const char* variable, const std::string& text, uint64_t min, uint64_t max,
+                      uint64_t* out) {
+  uint64_t value = 0;
+  MORI_TRY(parse_uint(variable, text, max, &value));
+  if (value < min) {
+    return Status::error(quoted(variable, text) + " is too small: the least accepted is " +
+                         std::to_string(min));
+  }
+  *out = value;
+  return {};
+}
+
+Status parse_mode(const char* variable, const std::string& text, heap::Mode* out) {
+  if (text == "static_heap") {
+    *out = heap::Mode::Static;
+  } else if (text == "vmm_heap") {
+    *out = heap::Mode::Vmm;
+  } else {
+    return Status::error(quoted(variable, text) +
+                         " is not a heap mode: use static_heap or vmm_heap");
+  }
+  return {};
+}
+
+}  // namespace
+
+Status parse_size(const char* variable, const std::string& text, size_t* out) {
+  // The suffix's position in "KMGT" gives its power of 1024.
+  constexpr std::string_view kSuffixes = "KMGT";
+  const size_t suffix = text.empty() ? std::string_view::npos
+                                     : kSuffixes.find(static_cast<char>(
+                                           std::toupper(static_cast<unsigned char>(text.back()))));
+  const unsigned shift = suffix == std::string_view::npos ? 0 : 10 * (suffix + 1);
+  const size_t digits = shift ? text.size() - 1 : text.size();
+  uint64_t value = 0;
+  if (!parse_digits(text, digits, &value) || value == 0 ||
+      value > (std::numeric_limits<size_t>::max() >> shift)) {
+    return Status::error(quoted(variable, text) +
+                         " is not a size: use bytes or a number with K, M, G or T (6G)");
+  }
+  *out = static_cast<size_t>(value) << shift;
+  return {};
+}
+
+Status parse_uint(const char* variable, const std::string& text, uint64_t max, uint64_t* out) {
+  if (!all_digits(text))
+    return Status::error(quoted(variable, text) + " is not a non-negative integer");
+  uint64_t value = 0;
+  if (!parse_digits(text, text.size(), &value) || value > max) {
+    return Status::error(quoted(variable, text) + " is too large: the most accepted is " +
+                         std::to_string(max));
+  }
+  *out = value;
+  return {};
+}
+
+// Starts from the defaults of Settings and writes *out only when every variable parsed, so a bad
+// variable leaves the caller's settings as they were.
+//
+// In vmm_heap mode the heap is backed chunk by chunk, so its size is rounded UP to a whole number
+// of chunks (MORI_SHMEM_HEAP_SIZE=100M with 64M chunks gives a 128M heap); never down, which
+// could make an allocation that fits the size the user asked for fail.
+Status load(Settings* out) {
+  Settings s;
+#ifdef NDEBUG
+  s.check_symmetry = false;
+#else
+  s.check_symmetry = true;
+#endif
+  std::string text;
+  uint64_t value = 0;
+  if (read("MORI_SHMEM_HEAP_SIZE", &text))
+    MORI_TRY(parse_size("MORI_SHMEM_HEAP_SIZE", text, &s.heap_size));
+  if (read("MORI_SHMEM_MODE", &text)) MORI_TRY(parse_mode("MORI_SHMEM_MODE", text, &s.heap_mode));
+  if (read("MORI_SHMEM_VMM_CHUNK_SIZE", &text)) {
+    MORI_TRY(parse_size("MORI_SHMEM_VMM_CHUNK_SIZE", text, &s.vmm_chunk_size));
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page > 0 && s.vmm_chunk_size % static_cast<size_t>(page) != 0) {
+      return Status::error(quoted("MORI_SHMEM_VMM_CHUNK_SIZE", text) +
+                           " is not a multiple of the page size (" + std::to_string(page) + ")");
+    }
+  }
+  if (s.heap_mode == heap::Mode::Vmm) {
+    const size_t chunk = s.vmm_chunk_size;
+    const size_t chunks = s.heap_size / chunk + (s.heap_size % chunk != 0);
+    if (chunks > std::numeric_limits<size_t>::max() / chunk) {
+      return Status::error("MORI_SHMEM_HEAP_SIZE of " + std::to_string(s.heap_size) +
+                           " bytes overflows when rounded up to whole " + std::to_string(chunk) +
+                           "-byte VMM chunks");
+    }
+    s.heap_size = chunks * chunk;
+  }
+  if (read("MORI_NUM_QP_PER_PE", &text)) {
+    MORI_TRY(parse_at_least("MORI_NUM_QP_PER_PE", text, 1, 64, &value));
+    s.num_qp_per_pe = static_cast<int>(value);
+  }
+  if (read("MORI_SHMEM_BOOTSTRAP_TIMEOUT", &text)) {
+    // Bounded so that the timeout in milliseconds still fits its 64-bit count.
+    constexpr uint64_t kMaxSeconds = std::numeric_limits<int64_t>::max() / 1000;
+    MORI_TRY(parse_at_least("MORI_SHMEM_BOOTSTRAP_TIMEOUT", text, 1, kMaxSeconds, &value));
+    s.bootstrap_timeout = std::chrono::milliseconds(static_cast<int64_t>(value) * 1000);
+  }
+  if (read("MORI_SHMEM_TIMEOUT_MS", &text)) {
+    MORI_TRY(parse_uint("MORI_SHMEM_TIMEOUT_MS", text, std::numeric_limits<uint64_t>::max(),
+                        &s.timeout_ms));
+  }
+  if (read("MORI_SHMEM_CHECK_SYMMETRY", &text)) {
+    if (text != "0" && text != "1")
+      return Status::error(quoted("MORI_SHMEM_CHECK_SYMMETRY", text) + " is not 0 or 1");
+    s.check_symmetry = text == "1";
+  }
+  if (read("MORI_RDMA_DEVICES", &text)) s.rdma_devices = text;
+  *out = std::move(s);
+  return {};
+}
+
+}  // namespace mori::env

@@ -1,0 +1,178 @@
+// init, init_attr, get_unique_id, finalize and the queries.
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "mori/shmem/host_api.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/error.hpp"
+#include "runtime/node.hpp"
+#include "runtime/runtime.hpp"
+
+namespace mori::shmem {
+
+using runtime::report;
+using runtime::require;
+using runtime::Runtime;
+
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// MPI for init(): initialise it if nobody has; it cannot be initialised again once finalised.
+Status ensure_mpi(bool* initialized_here) {
+  int finalized = 0, initialized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return Status::error("MPI is already finalised (MPI cannot be initialised twice)");
+  MPI_Initialized(&initialized);
+  *initialized_here = false;
+  if (initialized) return {};
+  int provided = 0;
+  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+    return Status::error("MPI_Init_thread failed");
+  *initialized_here = true;
+  return {};
+}
+
+// Everything after the bootstrap exists: node layout, heap, transports, device state.
+Status build(Runtime& rt) {
+  bootstrap::Bootstrap& boot = *rt.boot;
+  rt.rank = boot.rank();
+  rt.n_pes = boot.size();
+  std::vector<bool> same_node;
+  MORI_TRY(runtime::find_same_node(boot, &same_node, &rt.local_rank));
+  MORI_TRY(backend::open_device(rt.local_rank));
+
+  uint64_t nonce = 0;
+  if (rt.rank == 0) nonce = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
+  MORI_TRY(boot.broadcast(&nonce, sizeof nonce, 0));
+
+  heap::HeapConfig config;
+  config.mode = rt.settings.heap_mode;
+  config.size = rt.settings.heap_size;
+  config.chunk_size = rt.settings.vmm_chunk_size;
+  config.job_nonce = nonce;
+  config.timeout = rt.settings.bootstrap_timeout;
+  MORI_TRY(heap::make_heap_memory(config, boot, same_node, &rt.memory));
+  rt.allocator = std::make_unique<heap::SymmetricAllocator>(rt.memory->size());
+  MORI_TRY(rt.allocator->allocate(runtime::kInternalBytes, 4096, &rt.internal_offset));
+  MORI_TRY(rt.memory->ensure_mapped(rt.allocator->high_water()));
+  std::memset(rt.memory->base() + rt.internal_offset, 0, runtime::kInternalBytes);
+
+  // P2P to every same-node PE unless MORI_DISABLE_P2P; then only this PE's own memory is reached
+  // directly and the rest goes over RDMA, as between nodes.
+  const bool p2p = !env_flag("MORI_DISABLE_P2P");
+  const uint64_t my_base = reinterpret_cast<uint64_t>(rt.memory->base());
+  rt.transports.assign(rt.n_pes, static_cast<uint8_t>(Transport::kRdma));
+  rt.peer_bases.assign(rt.n_pes, 0);
+  rt.remote_bases.assign(rt.n_pes, 0);
+  rt.rkeys.assign(rt.n_pes, 0);
+  MORI_TRY(boot.allgather(&my_base, rt.remote_bases.data(), sizeof my_base));
+  for (int pe = 0; pe < rt.n_pes; ++pe) {
+    if (pe == rt.rank || (p2p && same_node[pe])) {
+      rt.transports[pe] = static_cast<uint8_t>(Transport::kP2P);
+      rt.peer_bases[pe] = reinterpret_cast<uint64_t>(rt.memory->peer_base(pe));
+    }
+  }
+  void* error = nullptr;
+  MORI_TRY(backend::alloc_host_visible(sizeof(DeviceError), &error));
+  rt.error = static_cast<DeviceError*>(error);
+  std::memset(rt.error, 0, sizeof(DeviceError));
+  MORI_TRY(rt.publish());
+  return boot.barrier();
+}
+
+int start(const char* api, unsigned flags, const InitAttr* attr) {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  if (runtime::current()) return report(api, "already initialised (call finalize first)");
+  auto rt = std::make_unique<Runtime>();
+  if (Status s = env::load(&rt->settings); !s.ok()) return report(api, s);
+
+  if (flags == MORI_SHMEM_INIT_WITH_MPI_COMM) {
+    if (std::strcmp(api, "init") == 0) {
+      if (Status s = ensure_mpi(&rt->mpi_initialized_here); !s.ok()) return report(api, s);
+    }
+    if (Status s = bootstrap::make_mpi_bootstrap(attr ? attr->mpi_comm : nullptr, &rt->boot);
+        !s.ok())
+      return report(api, s);
+  } else if (flags == MORI_SHMEM_INIT_WITH_UNIQUEID) {
+    if (!attr)
+      return report(api, "MORI_SHMEM_INIT_WITH_UNIQUEID needs an attr with rank, n_ranks and uid");
+    if (attr->n_ranks < 1 || attr->rank < 0 || attr->rank >= attr->n_ranks) {
+      return report(api, "rank " + std::to_string(attr->rank) +
+                             " is not in [0, n_ranks = " + std::to_string(attr->n_ranks) + ")");
+    }
+    if (Status s = bootstrap::make_tcp_bootstrap(attr->uid, attr->rank, attr->n_ranks,
+                                                 rt->settings.bootstrap_timeout, &rt->boot);
+        !s.ok())
+      return report(api, s);
+  } else {
+    return report(api,
+                  "unknown flags " + std::to_string(flags) +
+                      " (MORI_SHMEM_INIT_WITH_MPI_COMM = 0, MORI_SHMEM_INIT_WITH_UNIQUEID = 1)");
+  }
+
+  if (Status s = build(*rt); !s.ok()) {
+    const bool finalize_mpi = rt->mpi_initialized_here;
+    rt.reset();
+    if (finalize_mpi) MPI_Finalize();
+    backend::close_device();
+    return report(api, s);
+  }
+  runtime::set_current(std::move(rt));
+  return 0;
+}
+
+}  // namespace
+
+int init() { return start("init", MORI_SHMEM_INIT_WITH_MPI_COMM, nullptr); }
+
+int init_attr(unsigned flags, const InitAttr* attr) { return start("init_attr", flags, attr); }
+
+int get_unique_id(UniqueId* uid) {
+  runtime::clear_error();
+  if (!uid) return report("get_unique_id", "uid is null");
+  if (Status s = bootstrap::new_unique_id(uid); !s.ok()) return report("get_unique_id", s);
+  return 0;
+}
+
+int finalize() {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  Runtime* rt = require("finalize");
+  if (!rt) return -1;
+  // Every PE must be done with every other PE's memory before any of it goes away.
+  Status synced = backend::synchronize();
+  if (synced.ok()) synced = rt->boot->barrier();
+  shmem::GpuStates cleared{};
+  (void)backend::publish(cleared);
+  for (void* m : rt->modules) (void)backend::publish_to_module(m, cleared);
+  std::unique_ptr<Runtime> owned = runtime::take_current();
+  if (owned->error) backend::free_host_visible(owned->error);
+  const bool finalize_mpi = owned->mpi_initialized_here;
+  owned.reset();
+  backend::close_device();
+  if (finalize_mpi) MPI_Finalize();
+  return synced.ok() ? 0 : report("finalize", synced);
+}
+
+int my_pe() {
+  Runtime* rt = require("my_pe");
+  return rt ? rt->rank : -1;
+}
+int n_pes() {
+  Runtime* rt = require("n_pes");
+  return rt ? rt->n_pes : -1;
+}
+int num_qp_per_pe() {
+  Runtime* rt = require("num_qp_per_pe");
+  return rt ? rt->settings.num_qp_per_pe : -1;
+}
+
+}  // namespace mori::shmem

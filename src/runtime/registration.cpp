@@ -1,0 +1,114 @@
+// buffer_register / buffer_deregister: buffers outside the heap that device calls may use.
+// Collective: every PE registers its own buffer of the same size, and a call on an address in it
+// acts on the same offset in the target PE's buffer. On the host backend a registered buffer is
+// private memory, so peers reach it over RDMA (the software NIC), not P2P: its peer_bases are 0
+// except for this PE.
+#include <cstdio>
+
+#include "mori/shmem/host_api.hpp"
+#include "runtime/error.hpp"
+#include "runtime/runtime.hpp"
+
+namespace mori::shmem {
+
+using runtime::report;
+using runtime::Runtime;
+
+namespace {
+
+struct Entry {
+  uint64_t base;
+  uint64_t size;
+  uint64_t ok;  // 0 when this PE's own checks failed: every PE then fails the call together
+};
+
+std::string hex(uint64_t v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+Status check_new(const Runtime& rt, uint64_t base, uint64_t size) {
+  if (!base) return Status::error("ptr is null");
+  if (!size) return Status::error("size is 0");
+  if (base + size < base) return Status::error("[ptr, ptr + size) wraps around the address space");
+  const uint64_t heap = reinterpret_cast<uint64_t>(rt.memory->base());
+  if (base < heap + rt.memory->size() && heap < base + size)
+    return Status::error(hex(base) + " overlaps the symmetric heap, which needs no registration");
+  for (const auto& [rbase, r] : rt.regions)
+    if (base < rbase + r->size && rbase < base + size)
+      return Status::error("[" + hex(base) + ", +" + std::to_string(size) +
+                           ") overlaps the registered buffer [" + hex(rbase) + ", +" +
+                           std::to_string(r->size) + ")");
+  return {};
+}
+
+Status check_existing(const Runtime& rt, uint64_t base, uint64_t size) {
+  auto it = rt.regions.find(base);
+  if (it == rt.regions.end()) return Status::error(hex(base) + " is not a registered buffer");
+  if (it->second->size != size)
+    return Status::error(hex(base) + " was registered with " + std::to_string(it->second->size) +
+                         " bytes, not " + std::to_string(size));
+  return {};
+}
+
+// Collective: every PE learns every PE's (base, size, ok); fails on all PEs if any PE's checks
+// failed or the sizes differ.
+Status exchange(Runtime& rt, const Status& local, uint64_t base, uint64_t size,
+                std::vector<Entry>* all) {
+  const Entry mine{base, size, local.ok() ? 1u : 0u};
+  all->resize(rt.n_pes);
+  MORI_TRY(rt.boot->allgather(&mine, all->data(), sizeof(Entry)));
+  if (!local.ok()) return local;
+  for (int pe = 0; pe < rt.n_pes; ++pe) {
+    const Entry& e = (*all)[pe];
+    if (!e.ok) return Status::error("it failed on PE " + std::to_string(pe));
+    if (e.size != size)
+      return Status::error("PE " + std::to_string(pe) + " gave " + std::to_string(e.size) +
+                           " bytes, PE " + std::to_string(rt.rank) + " gave " +
+                           std::to_string(size) + ": every PE registers the same size");
+  }
+  return {};
+}
+
+}  // namespace
+
+int buffer_register(void* ptr, size_t size) {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  Runtime* rt = runtime::require("buffer_register");
+  if (!rt) return -1;
+  const uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  std::vector<Entry> all;
+  if (Status s = exchange(*rt, check_new(*rt, base, size), base, size, &all); !s.ok())
+    return report("buffer_register", s);
+  auto region = std::make_unique<runtime::Region>();
+  region->base = base;
+  region->size = size;
+  region->peer_bases.assign(rt->n_pes, 0);
+  region->peer_bases[rt->rank] = base;
+  region->rkeys.assign(rt->n_pes, 0);
+  for (const Entry& e : all) region->remote_bases.push_back(e.base);
+  rt->regions[base] = std::move(region);
+  if (Status s = rt->publish(); !s.ok()) {
+    rt->regions.erase(base);
+    return report("buffer_register", s);
+  }
+  return 0;
+}
+
+int buffer_deregister(void* ptr, size_t size) {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  Runtime* rt = runtime::require("buffer_deregister");
+  if (!rt) return -1;
+  const uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  std::vector<Entry> all;
+  if (Status s = exchange(*rt, check_existing(*rt, base, size), base, size, &all); !s.ok())
+    return report("buffer_deregister", s);
+  rt->regions.erase(base);
+  if (Status s = rt->publish(); !s.ok()) return report("buffer_deregister", s);
+  return 0;
+}
+
+}  // namespace mori::shmem

@@ -1,0 +1,83 @@
+#include "runtime/runtime.hpp"
+
+#include "runtime/backend.hpp"
+#include "runtime/error.hpp"
+
+namespace mori::runtime {
+
+namespace {
+std::unique_ptr<Runtime>& slot() {
+  static std::unique_ptr<Runtime> rt;
+  return rt;
+}
+}  // namespace
+
+std::mutex& api_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+Runtime* current() { return slot().get(); }
+void set_current(std::unique_ptr<Runtime> rt) { slot() = std::move(rt); }
+std::unique_ptr<Runtime> take_current() { return std::move(slot()); }
+
+Runtime* require(const char* api) {
+  Runtime* rt = current();
+  if (!rt) report(api, "not initialised (call init or init_attr first)");
+  return rt;
+}
+
+DeviceArray::~DeviceArray() {
+  if (ptr) backend::free_device(ptr);
+}
+
+Status DeviceArray::upload(const void* data, size_t bytes) {
+  if (ptr) backend::free_device(ptr);
+  ptr = nullptr;
+  MORI_TRY(backend::alloc_device(bytes, &ptr));
+  return backend::copy_to_device(ptr, data, bytes);
+}
+
+Status Runtime::publish() {
+  const size_t n = static_cast<size_t>(n_pes);
+  MORI_TRY(d_transports.upload(transports.data(), n * sizeof(uint8_t)));
+  MORI_TRY(d_peer_bases.upload(peer_bases.data(), n * sizeof(uint64_t)));
+  MORI_TRY(d_remote_bases.upload(remote_bases.data(), n * sizeof(uint64_t)));
+  MORI_TRY(d_rkeys.upload(rkeys.data(), n * sizeof(uint32_t)));
+
+  std::vector<shmem::RegisteredRegion> table;
+  for (auto& [base, r] : regions) {
+    MORI_TRY(r->d_peer_bases.upload(r->peer_bases.data(), n * sizeof(uint64_t)));
+    MORI_TRY(r->d_remote_bases.upload(r->remote_bases.data(), n * sizeof(uint64_t)));
+    MORI_TRY(r->d_rkeys.upload(r->rkeys.data(), n * sizeof(uint32_t)));
+    table.push_back({r->base, r->size, static_cast<const uint64_t*>(r->d_peer_bases.ptr),
+                     static_cast<const uint64_t*>(r->d_remote_bases.ptr),
+                     static_cast<const uint32_t*>(r->d_rkeys.ptr), 0, 0});
+  }
+  MORI_TRY(d_regions.upload(table.data(), table.size() * sizeof(shmem::RegisteredRegion)));
+
+  shmem::GpuStates s{};
+  s.abi_version = shmem::kGpuStatesAbiVersion;
+  s.struct_bytes = sizeof(shmem::GpuStates);
+  s.rank = rank;
+  s.n_pes = n_pes;
+  s.num_qp_per_pe = settings.num_qp_per_pe;
+  s.heap_base = reinterpret_cast<uint64_t>(memory->base());
+  s.heap_size = memory->size();
+  s.transports = static_cast<const uint8_t*>(d_transports.ptr);
+  s.peer_bases = static_cast<const uint64_t*>(d_peer_bases.ptr);
+  s.remote_bases = static_cast<const uint64_t*>(d_remote_bases.ptr);
+  s.rkeys = static_cast<const uint32_t*>(d_rkeys.ptr);
+  s.regions = static_cast<const shmem::RegisteredRegion*>(d_regions.ptr);
+  s.n_regions = static_cast<int32_t>(table.size());
+  s.internal = reinterpret_cast<uint64_t*>(memory->base() + internal_offset);
+  s.internal_bytes = kInternalBytes;
+  s.error = error;
+  s.timeout_ns = settings.timeout_ms * 1000000ull;
+  states = s;
+
+  MORI_TRY(backend::publish(states));
+  for (void* m : modules) MORI_TRY(backend::publish_to_module(m, states));
+  return {};
+}
+
+}  // namespace mori::runtime

@@ -1,0 +1,70 @@
+// The runtime's state between init and finalize: one per process (one PE per process on both
+// backends).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "heap/allocator.hpp"
+#include "heap/heap_memory.hpp"
+#include "mori/shmem/gpu_states.hpp"
+#include "runtime/env.hpp"
+
+namespace mori::runtime {
+
+// Device-visible copy of a host vector, owned: freed with the Runtime.
+struct DeviceArray {
+  void* ptr = nullptr;
+  ~DeviceArray();
+  Status upload(const void* data, size_t bytes);
+};
+
+struct Region {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  std::vector<uint64_t> peer_bases;    // P2P view of each PE's copy (0: none)
+  std::vector<uint64_t> remote_bases;  // each PE's own address of its copy
+  std::vector<uint32_t> rkeys;
+  DeviceArray d_peer_bases, d_remote_bases, d_rkeys;
+};
+
+struct Runtime {
+  env::Settings settings;
+  std::unique_ptr<bootstrap::Bootstrap> boot;
+  std::unique_ptr<heap::HeapMemory> memory;
+  std::unique_ptr<heap::SymmetricAllocator> allocator;
+  int rank = 0, n_pes = 0, local_rank = 0;
+  bool mpi_initialized_here = false;  // init() called MPI_Init, so finalize() calls MPI_Finalize
+  uint64_t allocations = 0;  // symmetric allocation calls so far (numbered for symmetry checks)
+
+  std::vector<uint8_t> transports;
+  std::vector<uint64_t> peer_bases, remote_bases;
+  std::vector<uint32_t> rkeys;
+  DeviceArray d_transports, d_peer_bases, d_remote_bases, d_rkeys, d_regions;
+  std::map<uint64_t, std::unique_ptr<Region>> regions;  // by base
+  shmem::DeviceError* error = nullptr;                  // host-visible device-error record
+  size_t internal_offset = 0;
+  std::vector<void*> modules;  // modules given to module_init: republished on every state change
+
+  shmem::GpuStates states{};
+  // Rebuilds `states` (and the regions table) and publishes it to this process and every module.
+  Status publish();
+};
+
+// Guards every host API call; the runtime is created by init and destroyed by finalize.
+std::mutex& api_mutex();
+Runtime* current();  // null outside init..finalize
+void set_current(std::unique_ptr<Runtime> rt);
+std::unique_ptr<Runtime> take_current();
+
+// The runtime, or null after reporting "<api>: not initialised" when there is none.
+Runtime* require(const char* api);
+
+// Bytes of the heap the runtime keeps for itself at offset 0 (device barriers, signals).
+inline constexpr size_t kInternalBytes = 64 << 10;
+
+}  // namespace mori::runtime

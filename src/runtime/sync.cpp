@@ -1,0 +1,40 @@
+// barrier_all and module_init.
+#include <algorithm>
+#include <atomic>
+
+#include "mori/shmem/host_api.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/error.hpp"
+#include "runtime/runtime.hpp"
+
+namespace mori::shmem {
+
+using runtime::report;
+
+int barrier_all() {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  runtime::Runtime* rt = runtime::require("barrier_all");
+  if (!rt) return -1;
+  // This PE's device work and memory writes complete before the others pass the barrier.
+  Status s = backend::synchronize();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (s.ok()) s = rt->boot->barrier();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return s.ok() ? 0 : report("barrier_all", s);
+}
+
+int module_init(void* module) {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  runtime::Runtime* rt = runtime::require("module_init");
+  if (!rt) return -1;
+  if (Status s = backend::publish_to_module(module, rt->states); !s.ok())
+    return report("module_init", s);
+  // Later state changes (buffer_register, ...) reach the module too.
+  if (std::find(rt->modules.begin(), rt->modules.end(), module) == rt->modules.end())
+    rt->modules.push_back(module);
+  return 0;
+}
+
+}  // namespace mori::shmem

@@ -1,0 +1,247 @@
+// The host API under mpirun (2 and 4 ranks): init from MPI, queries, symmetric allocation in both
+// heap modes, ptr_p2p round trips, barrier ordering, registration, and every bad input with its
+// error text.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mori/shmem.hpp"
+
+namespace shmem = mori::shmem;
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+std::string error() { return shmem::last_error(); }
+
+// Sets the heap environment for the next init; restored by the destructor.
+struct HeapEnv {
+  HeapEnv(const char* mode, const char* size) {
+    setenv("MORI_SHMEM_MODE", mode, 1);
+    setenv("MORI_SHMEM_HEAP_SIZE", size, 1);
+    setenv("MORI_SHMEM_VMM_CHUNK_SIZE", "2M", 1);
+    setenv("MORI_SHMEM_CHECK_SYMMETRY", "1", 1);
+  }
+  ~HeapEnv() {
+    for (const char* v : {"MORI_SHMEM_MODE", "MORI_SHMEM_HEAP_SIZE", "MORI_SHMEM_VMM_CHUNK_SIZE",
+                          "MORI_SHMEM_CHECK_SYMMETRY"})
+      unsetenv(v);
+  }
+};
+
+// Offsets of `p` from the heap base of every PE must agree: compare what every rank computed.
+void check_symmetric(const void* p, const void* first) {
+  const uint64_t mine = static_cast<const char*>(p) - static_cast<const char*>(first);
+  std::vector<uint64_t> all(world_size());
+  MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  for (uint64_t o : all) CHECK(o == mine);
+}
+
+void run_heap_round_trips() {
+  const int me = shmem::my_pe(), n = shmem::n_pes();
+  REQUIRE(me == world_rank());
+  REQUIRE(n == world_size());
+  CHECK(shmem::num_qp_per_pe() == 4);
+
+  // Several objects, including one that reaches past the first VMM chunks.
+  auto* a = static_cast<uint64_t*>(shmem::malloc(4096));
+  auto* b = static_cast<uint64_t*>(shmem::malloc_align(1 << 20, 3 << 20));
+  auto* c = static_cast<uint32_t*>(shmem::ext_malloc_with_flags(100, 0));
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(c);
+  CHECK(reinterpret_cast<uintptr_t>(a) % 256 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(b) % (1 << 20) == 0);
+  check_symmetric(b, a);
+  check_symmetric(c, a);
+
+  // Every PE writes its slot in every peer's copy through ptr_p2p; after the barrier each owner
+  // checks all.
+  const size_t words = (3 << 20) / sizeof(uint64_t);
+  for (int pe = 0; pe < n; ++pe) {
+    auto* peer_a =
+        reinterpret_cast<uint64_t*>(shmem::ptr_p2p(reinterpret_cast<uint64_t>(a), me, pe));
+    auto* peer_b =
+        reinterpret_cast<uint64_t*>(shmem::ptr_p2p(reinterpret_cast<uint64_t>(b), me, pe));
+    REQUIRE(peer_a);
+    REQUIRE(peer_b);
+    if (pe == me) CHECK(peer_a == a);
+    peer_a[me] = 1000 * pe + me;
+    for (size_t i = me; i < words; i += n) peer_b[i] = (uint64_t(pe) << 32) | i;
+  }
+  REQUIRE(shmem::barrier_all() == 0);
+  for (int src = 0; src < n; ++src) CHECK(a[src] == uint64_t(1000 * me + src));
+  size_t wrong = 0;
+  for (size_t i = 0; i < words; ++i) wrong += b[i] != ((uint64_t(me) << 32) | i);
+  CHECK(wrong == 0);
+
+  // ptr_p2p of a non-symmetric pointer, and of an interior pointer.
+  uint64_t local = 0;
+  CHECK(shmem::ptr_p2p(reinterpret_cast<uint64_t>(&local), me, (me + 1) % n) == 0);
+  const uint64_t interior = reinterpret_cast<uint64_t>(a + 7);
+  const uint64_t peer_interior = shmem::ptr_p2p(interior, me, (me + 1) % n);
+  CHECK(peer_interior == shmem::ptr_p2p(reinterpret_cast<uint64_t>(a), me, (me + 1) % n) + 56);
+
+  CHECK(shmem::free(c) == 0);
+  CHECK(shmem::free(b) == 0);
+  CHECK(shmem::free(a) == 0);
+  // Freed space is reused at the same offsets everywhere.
+  auto* again = shmem::malloc(4096);
+  CHECK(again == static_cast<void*>(a));
+  CHECK(shmem::free(again) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("before init every call fails with the reason") {
+  CHECK(shmem::my_pe() == -1);
+  CHECK(error() == "my_pe: not initialised (call init or init_attr first)");
+  CHECK(shmem::n_pes() == -1);
+  CHECK(shmem::malloc(8) == nullptr);
+  CHECK(error() == "malloc: not initialised (call init or init_attr first)");
+  CHECK(shmem::barrier_all() != 0);
+  CHECK(error() == "barrier_all: not initialised (call init or init_attr first)");
+  CHECK(shmem::finalize() != 0);
+  CHECK(error() == "finalize: not initialised (call init or init_attr first)");
+}
+
+TEST_CASE("static heap: init from MPI, symmetric offsets, ptr_p2p round trips") {
+  HeapEnv env("static_heap", "64M");
+  REQUIRE(shmem::init() == 0);
+  run_heap_round_trips();
+  REQUIRE(shmem::finalize() == 0);
+}
+
+TEST_CASE("vmm heap: chunks mapped on demand, same round trips") {
+  HeapEnv env("vmm_heap", "64M");
+  REQUIRE(shmem::init() == 0);
+  run_heap_round_trips();
+  REQUIRE(shmem::finalize() == 0);
+}
+
+TEST_CASE("init_attr with an MPI communicator: a split communicator makes its own PE numbering") {
+  MPI_Comm reversed;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, world_size() - world_rank(), &reversed);
+  shmem::InitAttr attr;
+  attr.mpi_comm = &reversed;
+  HeapEnv env("static_heap", "8M");
+  REQUIRE(shmem::init_attr(shmem::MORI_SHMEM_INIT_WITH_MPI_COMM, &attr) == 0);
+  CHECK(shmem::my_pe() == world_size() - 1 - world_rank());
+  REQUIRE(shmem::finalize() == 0);
+  MPI_Comm_free(&reversed);
+}
+
+TEST_CASE("barrier_all orders writes: no PE reads a round's value before every PE wrote it") {
+  HeapEnv env("static_heap", "8M");
+  REQUIRE(shmem::init() == 0);
+  const int me = shmem::my_pe(), n = shmem::n_pes();
+  auto* slots = static_cast<uint64_t*>(shmem::malloc(n * sizeof(uint64_t)));
+  REQUIRE(slots);
+  int stale = 0;
+  for (uint64_t round = 1; round <= 200; ++round) {
+    for (int pe = 0; pe < n; ++pe) {
+      auto* peer =
+          reinterpret_cast<uint64_t*>(shmem::ptr_p2p(reinterpret_cast<uint64_t>(slots), me, pe));
+      peer[me] = round;
+    }
+    REQUIRE(shmem::barrier_all() == 0);
+    for (int pe = 0; pe < n; ++pe) stale += slots[pe] != round;
+    REQUIRE(shmem::barrier_all() == 0);
+  }
+  CHECK(stale == 0);
+  CHECK(shmem::free(slots) == 0);
+  REQUIRE(shmem::finalize() == 0);
+}
+
+TEST_CASE("bad input: each failure names its cause and loses nothing") {
+  HeapEnv env("static_heap", "8M");
+  REQUIRE(shmem::init() == 0);
+  CHECK(shmem::init() != 0);
+  CHECK(error() == "init: already initialised (call finalize first)");
+
+  void* keep = shmem::malloc(1024);
+  REQUIRE(keep);
+  CHECK(shmem::malloc(16ull << 20) == nullptr);  // larger than the heap
+  CHECK(error().rfind("malloc: symmetric heap exhausted: 16777216 bytes requested", 0) == 0);
+  CHECK(shmem::malloc_align(3, 64) == nullptr);
+  CHECK(error() == "malloc_align: alignment 3 is not a power of two");
+  CHECK(shmem::ext_malloc_with_flags(64, 7) == nullptr);
+  CHECK(error() == "ext_malloc_with_flags: flags 7 are not supported (use 0)");
+  CHECK(shmem::malloc(0) == nullptr);
+
+  int not_heap = 0;
+  CHECK(shmem::free(&not_heap) != 0);
+  CHECK(error().find("is not in the symmetric heap [") != std::string::npos);
+  CHECK(shmem::free(static_cast<char*>(keep) + 8) != 0);
+  CHECK(error().find("is not the start of a live symmetric allocation") != std::string::npos);
+  CHECK(shmem::ptr_p2p(reinterpret_cast<uint64_t>(keep), shmem::my_pe(), 99) == 0);
+  CHECK(error() == "ptr_p2p: PE 99 is not in [0, " + std::to_string(shmem::n_pes()) + ")");
+
+  // A PE that allocates out of order is named; every PE gets nullptr and the heap is unchanged.
+  void* odd = shmem::malloc(shmem::my_pe() == 1 ? 8192 : 4096);
+  CHECK(odd == nullptr);
+  CHECK(error().find("every PE must allocate and free in the same order") != std::string::npos);
+  CHECK(error().find("PE 1 made allocation #") != std::string::npos);
+  void* next = shmem::malloc(1024);  // the mismatch left nothing behind: the offsets still agree
+  REQUIRE(next);
+  check_symmetric(next, keep);
+
+  CHECK(shmem::free(next) == 0);
+  CHECK(shmem::free(keep) == 0);
+  REQUIRE(shmem::finalize() == 0);
+  CHECK(shmem::finalize() != 0);
+  CHECK(error() == "finalize: not initialised (call init or init_attr first)");
+}
+
+TEST_CASE("invalid environment values fail init with the value quoted") {
+  setenv("MORI_SHMEM_HEAP_SIZE", "6X", 1);
+  CHECK(shmem::init() != 0);
+  CHECK(error().find("MORI_SHMEM_HEAP_SIZE=\"6X\"") != std::string::npos);
+  setenv("MORI_SHMEM_HEAP_SIZE", "8M", 1);
+  setenv("MORI_SHMEM_MODE", "dynamic", 1);
+  CHECK(shmem::init() != 0);
+  CHECK(error().find("MORI_SHMEM_MODE=\"dynamic\"") != std::string::npos);
+  unsetenv("MORI_SHMEM_MODE");
+  setenv("MORI_NUM_QP_PER_PE", "0", 1);
+  CHECK(shmem::init() != 0);
+  CHECK(error().find("MORI_NUM_QP_PER_PE=\"0\"") != std::string::npos);
+  unsetenv("MORI_NUM_QP_PER_PE");
+  unsetenv("MORI_SHMEM_HEAP_SIZE");
+  CHECK(shmem::my_pe() == -1);  // nothing was left half-initialised
+}
+
+TEST_CASE("buffer_register: same size on every PE, overlap and unknown buffers refused") {
+  HeapEnv env("static_heap", "8M");
+  REQUIRE(shmem::init() == 0);
+  std::vector<char> buf(1 << 16);
+  CHECK(shmem::buffer_register(buf.data(), buf.size()) == 0);
+  CHECK(shmem::ptr_p2p(reinterpret_cast<uint64_t>(buf.data() + 10), shmem::my_pe(),
+                       shmem::my_pe()) == reinterpret_cast<uint64_t>(buf.data() + 10));
+  CHECK(shmem::buffer_register(buf.data() + 100, 10) != 0);
+  CHECK(error().find("overlaps the registered buffer") != std::string::npos);
+  CHECK(shmem::buffer_register(nullptr, 10) != 0);
+  CHECK(error() == "buffer_register: ptr is null");
+  std::vector<char> other(shmem::my_pe() == 0 ? 100 : 200);
+  CHECK(shmem::buffer_register(other.data(), other.size()) != 0);
+  CHECK(error().find("every PE registers the same size") != std::string::npos);
+  CHECK(shmem::buffer_deregister(buf.data(), 5) != 0);
+  CHECK(error().find("was registered with 65536 bytes, not 5") != std::string::npos);
+  CHECK(shmem::buffer_deregister(buf.data(), buf.size()) == 0);
+  CHECK(shmem::buffer_deregister(buf.data(), buf.size()) != 0);
+  CHECK(error().find("is not a registered buffer") != std::string::npos);
+  REQUIRE(shmem::finalize() == 0);
+}

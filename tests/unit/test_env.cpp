@@ -1,0 +1,221 @@
+// env: the size and integer parsers with their exact error texts, and load() over the process
+// environment, which every case restores as it found it.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/env.hpp"
+
+namespace env = mori::env;
+
+namespace {
+
+constexpr const char* kVariables[] = {
+    "MORI_SHMEM_HEAP_SIZE",         "MORI_SHMEM_MODE",       "MORI_SHMEM_VMM_CHUNK_SIZE",
+    "MORI_NUM_QP_PER_PE",           "MORI_SHMEM_TIMEOUT_MS", "MORI_SHMEM_CHECK_SYMMETRY",
+    "MORI_SHMEM_BOOTSTRAP_TIMEOUT", "MORI_RDMA_DEVICES",
+};
+
+// Clears every variable load() reads, applies `values`, and puts the environment back as it was
+// when it goes out of scope, so that cases neither see each other's settings nor ctest's.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> values) {
+    for (const char* name : kVariables) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      unsetenv(name);
+    }
+    for (const auto& [name, value] : values) setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name, value->c_str(), 1);
+      } else {
+        unsetenv(name);
+      }
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
+};
+
+std::string size_error(const std::string& text) {
+  return "MORI_SHMEM_HEAP_SIZE=\"" + text +
+         "\" is not a size: use bytes or a number with K, M, G or T (6G)";
+}
+
+env::Settings must_load() {
+  env::Settings s;
+  const mori::Status status = env::load(&s);
+  REQUIRE_MESSAGE(status.ok(), status.message());
+  return s;
+}
+
+std::string load_error() {
+  env::Settings s;
+  s.num_qp_per_pe = 17;  // a failed load must leave the settings alone
+  const mori::Status status = env::load(&s);
+  REQUIRE_FALSE(status.ok());
+  CHECK(s.num_qp_per_pe == 17);
+  return status.message();
+}
+
+}  // namespace
+
+TEST_CASE("env: parse_size accepts bytes and K, M, G, T suffixes in either case") {
+  const std::pair<const char*, size_t> good[] = {
+      {"6G", size_t{6} << 30},
+      {"512M", size_t{512} << 20},
+      {"2g", size_t{2} << 30},
+      {"64k", size_t{64} << 10},
+      {"1T", size_t{1} << 40},
+      {"1048576", 1048576},
+      {"1", 1},
+      {"0010", 10},
+  };
+  for (const auto& [text, expected] : good) {
+    CAPTURE(text);
+    size_t out = 0;
+    const mori::Status s = env::parse_size("MORI_SHMEM_HEAP_SIZE", text, &out);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    CHECK(out == expected);
+  }
+}
+
+TEST_CASE("env: parse_size refuses anything else, quoting the variable and the text") {
+  for (const char* text : {"0", "", "6X", "G", "-1", "1.5G", "99999999999999999999G", "6GB", " 6G",
+                           "6G ", "+6G", "0G", "17179869184T", "0x10"}) {
+    CAPTURE(text);
+    size_t out = 42;
+    const mori::Status s = env::parse_size("MORI_SHMEM_HEAP_SIZE", text, &out);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.message() == size_error(text));
+    CHECK(out == 42);
+  }
+  size_t out = 0;
+  CHECK(env::parse_size("MORI_SHMEM_VMM_CHUNK_SIZE", "6X", &out).message() ==
+        "MORI_SHMEM_VMM_CHUNK_SIZE=\"6X\" is not a size: use bytes or a number with K, M, G or T "
+        "(6G)");
+}
+
+TEST_CASE("env: parse_uint takes plain decimal integers up to its maximum") {
+  uint64_t out = 0;
+  CHECK(env::parse_uint("X", "0", 10, &out).ok());
+  CHECK(out == 0);
+  CHECK(env::parse_uint("X", "10", 10, &out).ok());
+  CHECK(out == 10);
+  CHECK(env::parse_uint("X", "18446744073709551615", UINT64_MAX, &out).ok());
+  CHECK(out == UINT64_MAX);
+  CHECK(env::parse_uint("X", "11", 10, &out).message() ==
+        "X=\"11\" is too large: the most accepted is 10");
+  CHECK(env::parse_uint("X", "18446744073709551616", UINT64_MAX, &out).message() ==
+        "X=\"18446744073709551616\" is too large: the most accepted is 18446744073709551615");
+  for (const char* text : {"", "-1", "1.0", "1k", " 1", "+1"}) {
+    CAPTURE(text);
+    CHECK(env::parse_uint("X", text, 10, &out).message() ==
+          "X=\"" + std::string(text) + "\" is not a non-negative integer");
+  }
+}
+
+TEST_CASE("env: load with nothing set gives the defaults") {
+  ScopedEnv scope({{"MORI_SHMEM_HEAP_SIZE", ""}, {"MORI_SHMEM_MODE", ""}});  // empty means unset
+  const env::Settings s = must_load();
+  CHECK(s.heap_size == size_t{1} << 30);
+  CHECK(s.heap_mode == mori::heap::Mode::Static);
+  CHECK(s.vmm_chunk_size == size_t{64} << 20);
+  CHECK(s.num_qp_per_pe == 4);
+  CHECK(s.bootstrap_timeout == std::chrono::seconds(30));
+  CHECK(s.timeout_ms == 0);
+#ifdef NDEBUG
+  CHECK_FALSE(s.check_symmetry);
+#else
+  CHECK(s.check_symmetry);
+#endif
+  CHECK(s.rdma_devices.empty());
+}
+
+TEST_CASE("env: load reads every variable") {
+  ScopedEnv scope({{"MORI_SHMEM_HEAP_SIZE", "6G"},
+                   {"MORI_SHMEM_MODE", "vmm_heap"},
+                   {"MORI_SHMEM_VMM_CHUNK_SIZE", "2M"},
+                   {"MORI_NUM_QP_PER_PE", "64"},
+                   {"MORI_SHMEM_BOOTSTRAP_TIMEOUT", "5"},
+                   {"MORI_SHMEM_TIMEOUT_MS", "20000"},
+                   {"MORI_SHMEM_CHECK_SYMMETRY", "1"},
+                   {"MORI_RDMA_DEVICES", "mlx5_0:1,^mlx5_3"}});
+  const env::Settings s = must_load();
+  CHECK(s.heap_size == size_t{6} << 30);
+  CHECK(s.heap_mode == mori::heap::Mode::Vmm);
+  CHECK(s.vmm_chunk_size == size_t{2} << 20);
+  CHECK(s.num_qp_per_pe == 64);
+  CHECK(s.bootstrap_timeout == std::chrono::seconds(5));
+  CHECK(s.timeout_ms == 20000);
+  CHECK(s.check_symmetry);
+  CHECK(s.rdma_devices == "mlx5_0:1,^mlx5_3");
+}
+
+TEST_CASE("env: in vmm_heap mode the heap size rounds up to whole chunks, in static mode not") {
+  {
+    ScopedEnv scope({{"MORI_SHMEM_HEAP_SIZE", "100M"}, {"MORI_SHMEM_MODE", "vmm_heap"}});
+    CHECK(must_load().heap_size == size_t{128} << 20);
+  }
+  {
+    ScopedEnv scope({{"MORI_SHMEM_HEAP_SIZE", "5000"},
+                     {"MORI_SHMEM_MODE", "vmm_heap"},
+                     {"MORI_SHMEM_VMM_CHUNK_SIZE", "4096"}});
+    CHECK(must_load().heap_size == 8192);
+  }
+  {
+    ScopedEnv scope({{"MORI_SHMEM_HEAP_SIZE", "128M"}, {"MORI_SHMEM_MODE", "vmm_heap"}});
+    CHECK(must_load().heap_size == size_t{128} << 20);
+  }
+  {
+    ScopedEnv scope({{"MORI_SHMEM_HEAP_SIZE", "100M"}, {"MORI_SHMEM_MODE", "static_heap"}});
+    CHECK(must_load().heap_size == size_t{100} << 20);
+  }
+}
+
+TEST_CASE("env: load refuses bad values, quoting the variable and its value") {
+  const long page = sysconf(_SC_PAGESIZE);
+  const std::string page_text = std::to_string(page);
+  const std::string not_page = std::to_string(page + 512);
+  const std::vector<std::pair<std::pair<const char*, std::string>, std::string>> cases = {
+      {{"MORI_SHMEM_HEAP_SIZE", "6X"}, size_error("6X")},
+      {{"MORI_SHMEM_MODE", "dynamic"},
+       "MORI_SHMEM_MODE=\"dynamic\" is not a heap mode: use static_heap or vmm_heap"},
+      {{"MORI_SHMEM_MODE", "VMM_HEAP"},
+       "MORI_SHMEM_MODE=\"VMM_HEAP\" is not a heap mode: use static_heap or vmm_heap"},
+      {{"MORI_SHMEM_VMM_CHUNK_SIZE", not_page},
+       "MORI_SHMEM_VMM_CHUNK_SIZE=\"" + not_page + "\" is not a multiple of the page size (" +
+           page_text + ")"},
+      {{"MORI_NUM_QP_PER_PE", "0"},
+       "MORI_NUM_QP_PER_PE=\"0\" is too small: the least accepted is 1"},
+      {{"MORI_NUM_QP_PER_PE", "65"},
+       "MORI_NUM_QP_PER_PE=\"65\" is too large: the most accepted is 64"},
+      {{"MORI_NUM_QP_PER_PE", "four"}, "MORI_NUM_QP_PER_PE=\"four\" is not a non-negative integer"},
+      {{"MORI_SHMEM_BOOTSTRAP_TIMEOUT", "0"},
+       "MORI_SHMEM_BOOTSTRAP_TIMEOUT=\"0\" is too small: the least accepted is 1"},
+      {{"MORI_SHMEM_BOOTSTRAP_TIMEOUT", "30s"},
+       "MORI_SHMEM_BOOTSTRAP_TIMEOUT=\"30s\" is not a non-negative integer"},
+      {{"MORI_SHMEM_TIMEOUT_MS", "-1"},
+       "MORI_SHMEM_TIMEOUT_MS=\"-1\" is not a non-negative integer"},
+      {{"MORI_SHMEM_CHECK_SYMMETRY", "yes"}, "MORI_SHMEM_CHECK_SYMMETRY=\"yes\" is not 0 or 1"},
+  };
+  for (const auto& [setting, expected] : cases) {
+    CAPTURE(setting.first);
+    CAPTURE(setting.second);
+    ScopedEnv scope({{setting.first, setting.second.c_str()}});
+    CHECK(load_error() == expected);
+  }
+}
