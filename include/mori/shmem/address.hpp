@@ -1,0 +1,63 @@
+// Symmetric addressing: a local address inside the symmetric heap or a registered buffer names the
+// same offset in every PE's copy. locate() finds which memory an address range lies in; the
+// transports turn that into a peer address (P2P) or a remote address and key (RDMA).
+#pragma once
+
+#include <cstdint>
+
+#include "mori/platform.hpp"
+#include "mori/shmem/state.hpp"
+
+namespace mori::shmem {
+
+// Where a local symmetric address lives.
+struct SymmetricRef {
+  int32_t region;   // -1: the symmetric heap; otherwise an index into GpuStates::regions
+  uint64_t offset;  // from the start of the heap or the region
+};
+
+// The remote side of one operation: a symmetric location on PE `pe`, through queue pair `qp` where
+// RDMA is used.
+struct RemoteTarget {
+  SymmetricRef ref;
+  int pe;
+  int qp;
+};
+
+// True when [addr, addr + bytes) lies inside the heap or inside one registered buffer (the heap is
+// tried first).
+MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
+  const GpuStates& s = gpu_states();
+  if (addr >= s.heap_base && addr - s.heap_base <= s.heap_size &&
+      bytes <= s.heap_size - (addr - s.heap_base)) {
+    *out = {-1, addr - s.heap_base};
+    return true;
+  }
+  for (int i = 0; i < s.n_regions; ++i) {
+    const RegisteredRegion& r = s.regions[i];
+    if (addr >= r.base && addr - r.base <= r.size && bytes <= r.size - (addr - r.base)) {
+      *out = {i, addr - r.base};
+      return true;
+    }
+  }
+  return false;
+}
+
+// The address through which this PE reaches `t` directly (P2P), or 0 when that copy is not mapped
+// here.
+MORI_DEVICE uint64_t p2p_address(const RemoteTarget& t) {
+  const GpuStates& s = gpu_states();
+  const uint64_t base =
+      t.ref.region < 0 ? s.peer_bases[t.pe] : s.regions[t.ref.region].peer_bases[t.pe];
+  return base ? base + t.ref.offset : 0;
+}
+
+// The address of `t` in its own PE's address space, as a NIC on that PE sees it (RDMA).
+MORI_DEVICE uint64_t remote_address(const RemoteTarget& t) {
+  const GpuStates& s = gpu_states();
+  const uint64_t base =
+      t.ref.region < 0 ? s.remote_bases[t.pe] : s.regions[t.ref.region].remote_bases[t.pe];
+  return base + t.ref.offset;
+}
+
+}  // namespace mori::shmem

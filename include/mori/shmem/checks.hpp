@@ -1,0 +1,63 @@
+// Argument checks of the device API. With MORI_DEVICE_CHECKS (the host backend and debug GPU
+// builds) a bad PE, an address outside every symmetric memory, or a size that overflows traps with
+// a message naming the call, the PE and the address. Release GPU builds compile the checks out and
+// resolve addresses without them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mori/shmem/address.hpp"
+#include "mori/shmem/device_error.hpp"
+
+namespace mori::shmem::detail {
+
+MORI_DEVICE void check_pe(const char* call, int pe) {
+  if constexpr (MORI_DEVICE_CHECKS) {
+    if (pe < 0 || pe >= n_pes()) {
+      Message m;
+      m << call << ": PE " << pe << " is out of range [0, " << n_pes() << ")";
+      fail({DeviceErrorCode::kBadPe, pe}, m);
+    }
+  }
+}
+
+// nelems * elem_bytes, checked for overflow (and for wrapping past the end of the address space at
+// `addr`).
+MORI_DEVICE uint64_t byte_count(const char* call, const void* addr, size_t nelems,
+                                size_t elem_bytes, int pe) {
+  const uint64_t bytes = static_cast<uint64_t>(nelems) * elem_bytes;
+  if constexpr (MORI_DEVICE_CHECKS) {
+    const uint64_t a = reinterpret_cast<uint64_t>(addr);
+    if ((elem_bytes && bytes / elem_bytes != nelems) || a + bytes < a) {
+      Message m;
+      m << call << ": " << static_cast<uint64_t>(nelems) << " elements of "
+        << static_cast<uint64_t>(elem_bytes) << " bytes at " << hex(a)
+        << " overflow the address space (PE " << pe << ")";
+      fail({DeviceErrorCode::kBadSize, pe, a}, m);
+    }
+  }
+  return bytes;
+}
+
+// The symmetric location of [addr, addr + bytes) on PE `pe`.
+MORI_DEVICE RemoteTarget resolve(const char* call, const void* addr, uint64_t bytes, int pe,
+                                 int qp) {
+  check_pe(call, pe);
+  RemoteTarget t{{-1, 0}, pe, qp};
+  const uint64_t a = reinterpret_cast<uint64_t>(addr);
+  if (!locate(a, bytes, &t.ref)) {
+    if constexpr (MORI_DEVICE_CHECKS) {
+      const GpuStates& s = gpu_states();
+      Message m;
+      m << call << ": address " << hex(a) << " (" << bytes << " bytes) for PE " << pe
+        << " is neither in the symmetric heap [" << hex(s.heap_base) << ", +" << s.heap_size
+        << ") nor in a registered buffer";
+      fail({DeviceErrorCode::kBadAddress, pe, a}, m);
+    }
+    t.ref = {-1, a - gpu_states().heap_base};  // unchecked builds trust the caller
+  }
+  return t;
+}
+
+}  // namespace mori::shmem::detail

@@ -1,0 +1,52 @@
+// Device-side failure: the first failure a device call detects is recorded in the device-error
+// record (GpuStates::error) so that the host can print it, then the kernel traps. On the host
+// backend the trap carries the same message, so the launch fails with it.
+#pragma once
+
+#include <cstdint>
+
+#include "mori/core/text.hpp"
+#include "mori/platform.hpp"
+#include "mori/shmem/state.hpp"
+
+namespace mori::shmem {
+
+enum class DeviceErrorCode : uint32_t {
+  kNone = 0,
+  kBadPe = 1,            // PE out of range
+  kBadAddress = 2,       // an address outside the heap and every registered buffer
+  kBadSize = 3,          // a size whose byte count or end address overflows
+  kNotReachable = 4,     // the transport cannot reach that PE or that memory
+  kTimeout = 5,          // a wait passed MORI_SHMEM_TIMEOUT_MS
+  kNotBuilt = 6,         // a transport that is not built yet
+  kBadArgument = 7,      // any other invalid argument (an unknown atomic code, ...)
+  kCompletionError = 8,  // an RDMA error completion
+};
+
+using Message = Text<sizeof(DeviceError::message)>;
+
+struct FailureInfo {
+  DeviceErrorCode code;
+  int pe = -1;
+  uint64_t address = 0;
+  uint64_t observed = 0;
+};
+
+// Records the failure (the first one wins) and traps with the message. Never returns.
+[[noreturn]] MORI_DEVICE void fail(const FailureInfo& info, const Message& message) {
+  DeviceError* record = gpu_states().error;
+  using platform::MemOrder;
+  using platform::MemScope;
+  if (record && platform::atomic_compare_swap<MemOrder::Relaxed, MemScope::System>(
+                    &record->code, 0u, static_cast<uint32_t>(info.code)) == 0) {
+    record->pe = info.pe;
+    record->address = info.address;
+    record->observed = info.observed;
+    for (int i = 0; i < message.length + 1; ++i) record->message[i] = message.data[i];
+    // The host reads the record after the kernel has died: publish it before trapping.
+    platform::system_fence();
+  }
+  platform::trap(message.data);
+}
+
+}  // namespace mori::shmem

@@ -1,0 +1,124 @@
+// Helpers for device-API tests run under mpirun on the host backend: a shmem session per test case,
+// kernels run with the host launcher, symmetric buffers with poisoned guard bytes, and
+// deterministic data per PE and index.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mori/core.hpp"
+#include "mori/host/launch.hpp"
+#include "mori/shmem.hpp"
+#include "mori/shmem/device_api.hpp"
+
+namespace mori::test {
+
+// The 11 element types as a std::tuple, for TEST_CASE_TEMPLATE_APPLY.
+template <typename... Ts>
+std::tuple<Ts...> as_tuple(TypeList<Ts...>);
+using ElementTuple = decltype(as_tuple(ElementTypes{}));
+using AmoTuple = decltype(as_tuple(AmoTypes{}));
+
+// init() with a small heap on entry, finalize() on exit.
+struct Session {
+  explicit Session(const char* heap = "64M") {
+    setenv("MORI_SHMEM_HEAP_SIZE", heap, 1);
+    if (!std::getenv("MORI_SHMEM_TIMEOUT_MS")) setenv("MORI_SHMEM_TIMEOUT_MS", "20000", 1);
+    REQUIRE_MESSAGE(shmem::init() == 0, shmem::last_error());
+    me = shmem::my_pe();
+    n = shmem::n_pes();
+  }
+  ~Session() { CHECK(shmem::finalize() == 0); }
+  int me = 0, n = 0;
+};
+
+// Runs `kernel` on this PE's host launcher and requires success.
+template <typename F>
+void launch(platform::Dim3 grid, platform::Dim3 block, F&& kernel) {
+  auto status = host::launch(grid, block, kernel);
+  REQUIRE_MESSAGE(status.ok(), status.message());
+}
+
+// Runs `kernel` and returns the failure text ("" on success): for tests of device checks and
+// timeouts.
+template <typename F>
+std::string launch_error(platform::Dim3 grid, platform::Dim3 block, F&& kernel) {
+  auto status = host::launch(grid, block, kernel);
+  return status.ok() ? std::string() : status.message();
+}
+
+// The scope's natural launch shape: one thread, one 64-lane warp, or a block of 96 (a full and a
+// partial warp).
+template <typename S>
+platform::Dim3 block_for() {
+  if constexpr (std::is_same_v<S, Thread>)
+    return {1};
+  else if constexpr (std::is_same_v<S, Warp>)
+    return {64};
+  else
+    return {96};
+}
+
+// A deterministic value for element i written by PE pe, distinct for neighbouring (pe, i) in every
+// type.
+template <typename T>
+T value_of(int pe, size_t i) {
+  return static_cast<T>((pe * 37 + i * 11 + 5) % 97 + 1);
+}
+
+// True on every rank only if `ok` is true on every rank, so that all ranks take the same branch
+// after a check.
+inline bool all_ranks(bool ok) {
+  int mine = ok, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return all;
+}
+
+// A symmetric array split into `slots` slots of `slot_elems` elements, each with kGuard poisoned
+// bytes before and after it, so that an overrun on either side of any slot is seen.
+template <typename T>
+class GuardedSlots {
+ public:
+  static constexpr size_t kGuard = 64;
+  static constexpr unsigned char kPoison = 0xA5;
+
+  GuardedSlots(size_t slots, size_t slot_elems) : slots_(slots), elems_(slot_elems) {
+    stride_ = (kGuard + elems_ * sizeof(T) + kGuard + 63) / 64 * 64;
+    base_ = static_cast<char*>(shmem::malloc(stride_ * slots_ + 64));
+    REQUIRE_MESSAGE(base_ != nullptr, shmem::last_error());
+    poison();
+  }
+  ~GuardedSlots() { CHECK(shmem::free(base_) == 0); }
+
+  // Element 0 of slot s (symmetric: the same on every PE).
+  T* slot(size_t s) const { return reinterpret_cast<T*>(base_ + s * stride_ + kGuard); }
+  size_t elems() const { return elems_; }
+  void poison() { std::memset(base_, kPoison, stride_ * slots_ + 64); }
+  // Every guard byte still poisoned, and the untouched parts of each slot too (elements >=
+  // used[s]).
+  std::string check_guards(const std::vector<size_t>& used) const {
+    for (size_t s = 0; s < slots_; ++s) {
+      const unsigned char* p = reinterpret_cast<const unsigned char*>(base_ + s * stride_);
+      for (size_t b = 0; b < kGuard; ++b)
+        if (p[b] != kPoison) return "guard before slot " + std::to_string(s) + " overwritten";
+      const size_t end = kGuard + used[s] * sizeof(T);
+      for (size_t b = end; b < stride_; ++b)
+        if (p[b] != kPoison)
+          return "byte " + std::to_string(b - kGuard) + " after slot " + std::to_string(s);
+    }
+    return "";
+  }
+
+ private:
+  size_t slots_, elems_, stride_ = 0;
+  char* base_ = nullptr;
+};
+
+}  // namespace mori::test
