@@ -14,9 +14,9 @@ namespace mori::shmem::detail {
 
 MORI_DEVICE void check_pe(const char* call, int pe) {
   if constexpr (MORI_DEVICE_CHECKS) {
-    if (pe < 0 || pe >= n_pes()) {
+    if (pe < 0 || pe >= detail::pe_count()) {
       Message m;
-      m << call << ": PE " << pe << " is out of range [0, " << n_pes() << ")";
+      m << call << ": PE " << pe << " is out of range [0, " << detail::pe_count() << ")";
       fail({DeviceErrorCode::kBadPe, pe}, m);
     }
   }

@@ -1,2 +1,71 @@
-// placeholder, being written
+// Put-with-signal and signal waits (OpenSHMEM 1.5 "signaling operations").
+//
+//   putmem_signal_nbi<S>(dest, source, bytes, sig_addr, signal, sig_op, pe)
+//   put_signal_nbi<S>(dest, source, nelems, sig_addr, signal, sig_op, pe)     (typed, T deduced)
+//       put `bytes` (or nelems elements) to PE `pe` as put_nbi does, then update the 64-bit signal
+//       at sig_addr on that PE: sig_op SIGNAL_SET stores `signal`, SIGNAL_ADD adds it atomically.
+//       Returns once the source may be reused; the put and the signal are complete at the next
+//       quiet. Scope S as for put_nbi: every participant makes the same call.
+//   signal_wait_until(sig_addr, cmp, value) -> uint64_t    waits on this PE's signal; returns the
+//                                                          value that satisfied the condition
+//   signal_fetch(sig_addr) -> uint64_t                     this PE's signal, now
+//
+// Ordering: a peer that observes the signal update also observes all the data of the same call,
+// whatever the scope: the transport issues a system-scope release fence after the scope's data and
+// before the signal. Nothing else is ordered (the data of earlier calls is ordered only by fence or
+// quiet). signal_wait_until and signal_fetch read the signal with an acquire load at system scope,
+// so the data of the call whose signal they return is visible to the caller after they return.
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mori/core/scope.hpp"
+#include "mori/shmem/amo.hpp"
+#include "mori/shmem/atomic.hpp"
+#include "mori/shmem/checks.hpp"
+#include "mori/shmem/wait.hpp"
+#include "mori/transport/dispatch.hpp"
+
+namespace mori::shmem {
+
+namespace detail {
+
+template <Scope S>
+MORI_DEVICE void put_signal(const char* call, void* dest, const void* source, uint64_t bytes,
+                            uint64_t* sig_addr, uint64_t signal, atomicType sig_op, int pe,
+                            int qp) {
+  check_amo_code(call, sig_op, sig_op == SIGNAL_SET || sig_op == SIGNAL_ADD,
+                 "a signal operation: use SIGNAL_SET or SIGNAL_ADD", pe, sig_addr);
+  check_aligned(call, sig_addr, sizeof(uint64_t), pe);
+  const RemoteTarget data = resolve(call, dest, bytes, pe, qp);
+  const RemoteTarget sig = resolve(call, sig_addr, sizeof(uint64_t), pe, qp);
+  transport::with_transport(call, pe, [&]<typename Tr>() {
+    Tr::template put_signal<S>(call, data, source, bytes, sig, signal, sig_op);
+  });
+}
+
+}  // namespace detail
+
+template <Scope S = Thread>
+MORI_DEVICE void putmem_signal_nbi(void* dest, const void* source, size_t bytes, uint64_t* sig_addr,
+                                   uint64_t signal, atomicType sig_op, int pe, int qp = 0) {
+  detail::put_signal<S>("putmem_signal_nbi", dest, source, bytes, sig_addr, signal, sig_op, pe, qp);
+}
+template <Scope S = Thread, typename T>
+MORI_DEVICE void put_signal_nbi(T* dest, const T* source, size_t nelems, uint64_t* sig_addr,
+                                uint64_t signal, atomicType sig_op, int pe, int qp = 0) {
+  constexpr const char* kCall = "put_signal_nbi";
+  detail::put_signal<S>(kCall, dest, source, detail::byte_count(kCall, dest, nelems, sizeof(T), pe),
+                        sig_addr, signal, sig_op, pe, qp);
+}
+
+MORI_DEVICE uint64_t signal_wait_until(uint64_t* sig_addr, Cmp cmp, uint64_t value) {
+  return detail::wait_all(
+      detail::wait_set("signal_wait_until", sig_addr, 1, nullptr, cmp, value, false));
+}
+MORI_DEVICE uint64_t signal_fetch(const uint64_t* sig_addr) {
+  return platform::atomic_load<platform::MemOrder::Acquire, platform::MemScope::System>(sig_addr);
+}
+
+}  // namespace mori::shmem

@@ -26,7 +26,7 @@ MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
       return f.template operator()<Rdma>();
     default: {
       shmem::Message m;
-      m << call << ": PE " << pe << " is unreachable from PE " << shmem::my_pe();
+      m << call << ": PE " << pe << " is unreachable from PE " << shmem::detail::this_pe();
       shmem::fail({shmem::DeviceErrorCode::kNotReachable, pe}, m);
     }
   }

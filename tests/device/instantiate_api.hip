@@ -1,0 +1,182 @@
+// Instantiates the whole device API for amdgcn: every family, in every scope, for every type of its
+// list. The header checks only parse the templates; this file makes clang generate code for each
+// instantiation, so that -Werror sees what only a real call reveals (a narrowing conversion, an
+// unsupported atomic width, a builtin that rejects a dependent argument).
+//
+// One kernel per family (rma, single, sync, query, atomic, signal, wait, barrier); each expands the
+// family's type list from its X-macro. A kernel's arguments are opaque so that nothing is folded
+// away.
+#include "mori/shmem.hpp"
+#include "mori/shmem/device_api.hpp"
+
+MORI_SHMEM_DEFINE_GPU_STATES();
+
+namespace {
+
+namespace shmem = mori::shmem;
+using mori::Block;
+using mori::Thread;
+using mori::Warp;
+
+template <typename F>
+MORI_DEVICE void for_each_scope(F&& f) {
+  f.template operator()<Thread>();
+  f.template operator()<Warp>();
+  f.template operator()<Block>();
+}
+
+}  // namespace
+
+// ---- rma: put/get, nbi and blocking, bytes, typed elements and symmetric objects --------------
+namespace {
+MORI_DEVICE void untyped_rma(void* dst, const void* src, size_t bytes, int pe, int qp) {
+  for_each_scope([&]<typename S>() {
+    shmem::putmem_nbi<S>(dst, src, bytes, pe, qp);
+    shmem::putmem<S>(dst, src, bytes, pe, qp);
+    shmem::getmem_nbi<S>(dst, src, bytes, pe, qp);
+    shmem::getmem<S>(dst, src, bytes, pe, qp);
+  });
+}
+
+template <typename T>
+MORI_DEVICE void typed_rma(void* dst_bytes, const void* src_bytes, size_t n, int pe, int qp) {
+  T* dst = static_cast<T*>(dst_bytes);
+  const T* src = static_cast<const T*>(src_bytes);
+  const shmem::SymmObj<T> obj{dst, n};
+  for_each_scope([&]<typename S>() {
+    shmem::put_nbi<S>(dst, src, n, pe, qp);
+    shmem::put<S>(dst, src, n, pe, qp);
+    shmem::get_nbi<S>(dst, src, n, pe, qp);
+    shmem::get<S>(dst, src, n, pe, qp);
+    shmem::put_nbi<S>(obj, 1, src, n - 1, pe, qp);
+    shmem::put<S>(obj, 1, src, n - 1, pe, qp);
+    shmem::get_nbi<S>(dst, obj, 1, n - 1, pe, qp);
+    shmem::get<S>(dst, obj, 1, n - 1, pe, qp);
+  });
+}
+}  // namespace
+
+#define MORI_INSTANTIATE_(type, name) typed_rma<type>(dst, src, n, pe, qp);
+MORI_KERNEL void instantiate_rma(void* dst, const void* src, size_t n, int pe, int qp) {
+  untyped_rma(dst, src, n, pe, qp);
+  MORI_FOR_EACH_TYPE(MORI_INSTANTIATE_);
+}
+#undef MORI_INSTANTIATE_
+
+// ---- single: p and g (Thread scope only), on the element types and the `_p` C type names --------
+namespace {
+template <typename T>
+MORI_DEVICE void single(void* at, int pe, int qp) {
+  T* dst = static_cast<T*>(at);
+  shmem::p(dst, shmem::g(dst + 1, pe, qp), pe, qp);
+}
+}  // namespace
+
+#define MORI_INSTANTIATE_(type, name) single<type>(at, pe, qp);
+MORI_KERNEL void instantiate_single(void* at, int pe, int qp) {
+  MORI_FOR_EACH_TYPE(MORI_INSTANTIATE_);
+  MORI_FOR_EACH_P_TYPE(MORI_INSTANTIATE_);
+}
+#undef MORI_INSTANTIATE_
+
+// ---- sync: quiet and fence, over every PE, one PE, and one PE's queue pair ----------------------
+MORI_KERNEL void instantiate_sync(int pe, int qp) {
+  shmem::quiet();
+  shmem::quiet(pe);
+  shmem::quiet(pe, qp);
+  shmem::fence();
+  shmem::fence(pe);
+  shmem::fence(pe, qp);
+}
+
+// ---- query: the pointer queries and the PE queries
+MORI_KERNEL void instantiate_query(const void* at, int pe, uint64_t* out) {
+  out[0] = shmem::ptr_p2p(reinterpret_cast<uint64_t>(at), shmem::my_pe(), pe);
+  out[1] = reinterpret_cast<uint64_t>(shmem::ptr(at, pe));
+  out[2] = static_cast<uint64_t>(shmem::n_pes());
+}
+
+// ---- atomic: every AMO by name and by ABI code, on the AMO types --------------------------------
+namespace {
+template <typename T>
+MORI_DEVICE uint64_t amos(void* at_bytes, uint64_t v64, int pe, int qp) {
+  T* at = static_cast<T*>(at_bytes);
+  const T v = static_cast<T>(v64);
+  shmem::atomic_inc(at, pe, qp);
+  shmem::atomic_add(at, v, pe, qp);
+  shmem::atomic_set(at, v, pe, qp);
+  shmem::atomic_and(at, v, pe, qp);
+  shmem::atomic_or(at, v, pe, qp);
+  shmem::atomic_xor(at, v, pe, qp);
+  shmem::atomic_nonfetch(at, v, shmem::AMO_ADD, pe, qp);
+  T r = shmem::atomic_fetch(at, pe, qp);
+  r += shmem::atomic_fetch_inc(at, pe, qp);
+  r += shmem::atomic_fetch_add(at, v, pe, qp);
+  r += shmem::atomic_fetch_and(at, v, pe, qp);
+  r += shmem::atomic_fetch_or(at, v, pe, qp);
+  r += shmem::atomic_fetch_xor(at, v, pe, qp);
+  r += shmem::atomic_swap(at, v, pe, qp);
+  r += shmem::atomic_compare_swap(at, r, v, pe, qp);
+  r += shmem::atomic_fetch_op(at, v, r, shmem::AMO_COMPARE_SWAP, pe, qp);
+  return static_cast<uint64_t>(r);
+}
+}  // namespace
+
+#define MORI_INSTANTIATE_(type, name) *out += amos<type>(at, v, pe, qp);
+MORI_KERNEL void instantiate_atomic(void* at, uint64_t v, int pe, int qp, uint64_t* out) {
+  MORI_FOR_EACH_AMO_TYPE(MORI_INSTANTIATE_);
+}
+#undef MORI_INSTANTIATE_
+
+// ---- signal: put-with-signal in every scope, bytes and typed; the signal waits ------------------
+MORI_KERNEL void instantiate_signal(void* dst, const void* src, size_t n, uint64_t* sig, uint64_t v,
+                                    shmem::atomicType op, shmem::Cmp cmp, int pe, int qp,
+                                    uint64_t* out) {
+  for_each_scope([&]<typename S>() {
+    shmem::putmem_signal_nbi<S>(dst, src, n, sig, v, op, pe, qp);
+#define MORI_INSTANTIATE_(type, name)                                                             \
+  shmem::put_signal_nbi<S>(static_cast<type*>(dst), static_cast<const type*>(src), n, sig, v, op, \
+                           pe, qp);
+    MORI_FOR_EACH_TYPE(MORI_INSTANTIATE_);
+#undef MORI_INSTANTIATE_
+  });
+  out[0] = shmem::signal_wait_until(sig, cmp, v);
+  out[1] = shmem::signal_fetch(sig);
+}
+
+// ---- wait: every wait and test form, on the integer element types -------------------------------
+namespace {
+template <typename T>
+MORI_DEVICE uint64_t waits(void* at, size_t n, const int* status, size_t* indices, shmem::Cmp cmp,
+                           uint64_t v64) {
+  if constexpr (std::is_integral_v<T>) {
+    T* ivars = static_cast<T*>(at);
+    const T v = static_cast<T>(v64);
+    uint64_t r = static_cast<uint64_t>(shmem::wait_until(ivars, cmp, v));
+    r += shmem::test(ivars, cmp, v);
+    r += shmem::wait_until_equals(ivars, v);
+    r += static_cast<uint64_t>(shmem::wait_until_greater_than(ivars, v));
+    shmem::wait_until_all(ivars, n, status, cmp, v);
+    r += shmem::wait_until_any(ivars, n, status, cmp, v);
+    r += shmem::wait_until_some(ivars, n, indices, status, cmp, v);
+    r += shmem::test_all(ivars, n, status, cmp, v);
+    r += shmem::test_any(ivars, n, status, cmp, v);
+    r += shmem::test_some(ivars, n, indices, status, cmp, v);
+    return r;
+  } else {
+    return 0;  // OpenSHMEM defines wait and test for integers only
+  }
+}
+}  // namespace
+
+#define MORI_INSTANTIATE_(type, name) *out += waits<type>(at, n, status, indices, cmp, v);
+MORI_KERNEL void instantiate_wait(void* at, size_t n, const int* status, size_t* indices,
+                                  shmem::Cmp cmp, uint64_t v, uint64_t* out) {
+  MORI_FOR_EACH_TYPE(MORI_INSTANTIATE_);
+}
+#undef MORI_INSTANTIATE_
+
+// ---- barrier: barrier_all in every scope
+MORI_KERNEL void instantiate_barrier() {
+  for_each_scope([]<typename S>() { shmem::barrier_all<S>(); });
+}

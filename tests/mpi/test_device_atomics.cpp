@@ -1,0 +1,391 @@
+// Remote atomics over P2P, for the four AMO types: every operation, named and by ABI code, with
+// exact results against a host reference on every PE; then contention, every thread of a 4 x 64
+// grid on every PE hammering counters on one PE, where the final values must be exact and the
+// fetched values must account for every operation exactly once; then the checks of bad codes and
+// misaligned targets, with their exact messages.
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "wait_helpers.hpp"
+
+namespace shmem = mori::shmem;
+namespace platform = mori::platform;
+using namespace mori::test;
+using shmem::atomicType;
+
+namespace {
+
+// ---- every operation once, against a host reference
+// ------------------------------------------------------------------------------------------------
+
+// The location's value after `op`, computed in unsigned arithmetic (signed AMOs wrap).
+template <typename T>
+T reference(atomicType op, T old, T value, T compare) {
+  using U = std::make_unsigned_t<T>;
+  switch (op) {
+    case shmem::AMO_INC:
+    case shmem::AMO_FETCH_INC:
+      return static_cast<T>(static_cast<U>(old) + 1);
+    case shmem::AMO_ADD:
+    case shmem::AMO_FETCH_ADD:
+    case shmem::AMO_SIGNAL_ADD:
+      return static_cast<T>(static_cast<U>(old) + static_cast<U>(value));
+    case shmem::AMO_AND:
+    case shmem::AMO_FETCH_AND:
+      return old & value;
+    case shmem::AMO_OR:
+    case shmem::AMO_FETCH_OR:
+      return old | value;
+    case shmem::AMO_XOR:
+    case shmem::AMO_FETCH_XOR:
+      return old ^ value;
+    case shmem::AMO_FETCH:
+      return old;
+    case shmem::AMO_COMPARE_SWAP:
+      return old == compare ? value : old;
+    default:  // AMO_SET, AMO_SIGNAL, SIGNAL_SET, AMO_SWAP
+      return value;
+  }
+}
+
+// Calls the named function of `op`; non-fetching ones return 0.
+template <typename T>
+T call_named(atomicType op, T* d, T v, T c, int pe) {
+  switch (op) {
+    case shmem::AMO_INC:
+      return shmem::atomic_inc(d, pe), T{};
+    case shmem::AMO_SET:
+      return shmem::atomic_set(d, v, pe), T{};
+    case shmem::AMO_ADD:
+      return shmem::atomic_add(d, v, pe), T{};
+    case shmem::AMO_AND:
+      return shmem::atomic_and(d, v, pe), T{};
+    case shmem::AMO_OR:
+      return shmem::atomic_or(d, v, pe), T{};
+    case shmem::AMO_XOR:
+      return shmem::atomic_xor(d, v, pe), T{};
+    case shmem::AMO_FETCH:
+      return shmem::atomic_fetch(static_cast<const T*>(d), pe);
+    case shmem::AMO_FETCH_INC:
+      return shmem::atomic_fetch_inc(d, pe);
+    case shmem::AMO_FETCH_ADD:
+      return shmem::atomic_fetch_add(d, v, pe);
+    case shmem::AMO_FETCH_AND:
+      return shmem::atomic_fetch_and(d, v, pe);
+    case shmem::AMO_FETCH_OR:
+      return shmem::atomic_fetch_or(d, v, pe);
+    case shmem::AMO_FETCH_XOR:
+      return shmem::atomic_fetch_xor(d, v, pe);
+    case shmem::AMO_SWAP:
+      return shmem::atomic_swap(d, v, pe);
+    default:
+      return shmem::atomic_compare_swap(d, c, v, pe);
+  }
+}
+template <typename T>
+T call_generic(atomicType op, T* d, T v, T c, int pe) {
+  if (shmem::is_fetching(op)) return shmem::atomic_fetch_op(d, v, c, op, pe);
+  shmem::atomic_nonfetch(d, v, op, pe);
+  return T{};
+}
+
+struct Case {
+  atomicType op;
+  bool compare_hits;  // AMO_COMPARE_SWAP: whether `compare` equals the old value
+};
+constexpr atomicType kNamedOps[] = {
+    shmem::AMO_INC,       shmem::AMO_SET,       shmem::AMO_ADD,        shmem::AMO_AND,
+    shmem::AMO_OR,        shmem::AMO_XOR,       shmem::AMO_FETCH,      shmem::AMO_FETCH_INC,
+    shmem::AMO_FETCH_ADD, shmem::AMO_FETCH_AND, shmem::AMO_FETCH_OR,   shmem::AMO_FETCH_XOR,
+    shmem::AMO_SWAP,      shmem::AMO_SIGNAL,    shmem::AMO_SIGNAL_SET, shmem::AMO_SIGNAL_ADD};
+std::vector<Case> cases(bool generic) {
+  std::vector<Case> all;
+  for (atomicType op : kNamedOps)
+    if (generic || op < shmem::AMO_SIGNAL || op > shmem::AMO_SIGNAL_ADD) all.push_back({op, false});
+  all.push_back({shmem::AMO_COMPARE_SWAP, true});
+  all.push_back({shmem::AMO_COMPARE_SWAP, false});
+  return all;
+}
+
+// The initial value of slot (case c, writer w) on PE `owner`, and the operands w sends there.
+template <typename T>
+T initial(size_t c, int w, int owner) {
+  return static_cast<T>(0xA5A55A5AF00F0FF0ull ^ (c * 0x10001 + w * 0x101 + owner * 7));
+}
+template <typename T>
+T operand(size_t c, int w, int owner) {
+  return static_cast<T>(0x0FF0F00F33CC3CC3ull + c * 13 + w * 5 + owner);
+}
+template <typename T>
+T comparand(const Case& k, size_t c, int w, int owner) {
+  return k.compare_hits ? initial<T>(c, w, owner) : static_cast<T>(initial<T>(c, w, owner) + 1);
+}
+
+// Every PE applies every case to its own slot on every PE (itself included), one thread per target.
+template <typename T>
+void run_each_op(const Session& s, bool generic) {
+  const std::vector<Case> all = cases(generic);
+  GuardedSlots<T> slots(all.size() * s.n, 1);
+  for (size_t c = 0; c < all.size(); ++c)
+    for (int w = 0; w < s.n; ++w) *slots.slot(c * s.n + w) = initial<T>(c, w, s.me);
+  REQUIRE(shmem::barrier_all() == 0);
+  std::vector<T> fetched(all.size() * s.n);
+  launch({1}, {static_cast<unsigned>(s.n)}, [&] {
+    const int pe = platform::thread_rank();
+    for (size_t c = 0; c < all.size(); ++c) {
+      const T v = operand<T>(c, s.me, pe), cmp = comparand<T>(all[c], c, s.me, pe);
+      T* d = slots.slot(c * s.n + s.me);
+      fetched[c * s.n + pe] =
+          generic ? call_generic(all[c].op, d, v, cmp, pe) : call_named(all[c].op, d, v, cmp, pe);
+    }
+    shmem::quiet();
+  });
+  REQUIRE(shmem::barrier_all() == 0);
+  std::string bad;
+  for (size_t c = 0; c < all.size() && bad.empty(); ++c) {
+    CAPTURE(all[c].op);
+    for (int w = 0; w < s.n; ++w) {  // the slot PE w wrote here; what this PE fetched from PE w
+      const T want = reference(all[c].op, initial<T>(c, w, s.me), operand<T>(c, w, s.me),
+                               comparand<T>(all[c], c, w, s.me));
+      if (*slots.slot(c * s.n + w) != want) bad = "slot written by PE " + std::to_string(w);
+      const bool fetching = shmem::is_fetching(all[c].op);
+      if (fetched[c * s.n + w] != (fetching ? initial<T>(c, s.me, w) : T{}))
+        bad = "value fetched from PE " + std::to_string(w);
+    }
+    CHECK_MESSAGE(bad.empty(), bad);
+  }
+  CHECK(slots.check_guards(std::vector<size_t>(all.size() * s.n, 1)).empty());
+  REQUIRE(all_ranks(bad.empty()));
+}
+
+// ---- contention
+// ------------------------------------------------------------------------------------------------
+constexpr unsigned kBlocks = 4, kBlockThreads = 64, kThreads = kBlocks * kBlockThreads;
+
+// Runs op(g) on every thread of a 4 x 64 grid on every PE, g being the thread's number among all
+// the PEs' threads (interleaved, so that neighbouring g come from different PEs). Returns this
+// PE's results, indexed by thread.
+template <typename Op>
+std::vector<uint64_t> hammer(const Session& s, Op op) {
+  std::vector<uint64_t> out(kThreads);
+  launch({kBlocks}, {kBlockThreads}, [&] {
+    const size_t t = platform::block_rank() * kBlockThreads + platform::thread_rank();
+    out[t] = static_cast<uint64_t>(op(t * s.n + s.me));
+    shmem::quiet();
+  });
+  REQUIRE(shmem::barrier_all() == 0);
+  return out;
+}
+// Every PE's results on `root`, by g (empty elsewhere).
+std::vector<uint64_t> gather_by_g(const Session& s, const std::vector<uint64_t>& mine, int root) {
+  std::vector<uint64_t> by_pe(s.me == root ? kThreads * s.n : 0), by_g(by_pe.size());
+  MPI_Gather(mine.data(), kThreads, MPI_UINT64_T, by_pe.data(), kThreads, MPI_UINT64_T, root,
+             MPI_COMM_WORLD);
+  for (int pe = 0; pe < static_cast<int>(by_pe.size() / kThreads); ++pe)
+    for (size_t t = 0; t < kThreads; ++t) by_g[t * s.n + pe] = by_pe[pe * kThreads + t];
+  return by_g;
+}
+// "" if `values` are exactly first, first + 1, ..., first + size - 1 in some order.
+std::string permutation_error(std::vector<uint64_t> values, uint64_t first) {
+  std::sort(values.begin(), values.end());
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i] != first + i)
+      return "sorted value " + std::to_string(i) + " is " + std::to_string(values[i]);
+  return "";
+}
+
+// Fetch-and-add, fetch-inc, a compare-swap loop and swap: on the target the counter is exact and
+// the fetched values (for swap: and the final value) are a permutation.
+template <typename T>
+void run_counting(const Session& s) {
+  const uint64_t total = uint64_t{kThreads} * s.n;
+  GuardedSlots<T> counters(4, 1);
+  T* c[4];
+  for (int i = 0; i < 4; ++i) *(c[i] = counters.slot(i)) = T{};
+  REQUIRE(shmem::barrier_all() == 0);
+  const int kAdd = 0, kInc = 1 % s.n, kCas = 2 % s.n, kSwap = 3 % s.n;  // target PEs
+  const auto by_add = hammer(s, [&](size_t) { return shmem::atomic_fetch_add(c[0], 1, kAdd); });
+  const auto by_inc = hammer(s, [&](size_t) { return shmem::atomic_fetch_inc(c[1], kInc); });
+  const auto by_cas = hammer(s, [&](size_t) {
+    T seen = shmem::atomic_fetch(c[2], kCas);
+    for (T old; (old = shmem::atomic_compare_swap(c[2], seen, seen + 1, kCas)) != seen;) seen = old;
+    return seen;
+  });
+  const auto by_swap =
+      hammer(s, [&](size_t g) { return shmem::atomic_swap(c[3], static_cast<T>(g + 1), kSwap); });
+  std::string bad;
+  auto check = [&](const char* what, const std::vector<uint64_t>& mine, int root, size_t i,
+                   uint64_t final_value, bool with_final) {
+    std::vector<uint64_t> all = gather_by_g(s, mine, root);
+    if (s.me != root) return;
+    if (with_final) all.push_back(static_cast<uint64_t>(*c[i]));
+    std::string e = permutation_error(all, 0);
+    if (e.empty() && static_cast<uint64_t>(*c[i]) != final_value && !with_final) e = "final value";
+    if (!e.empty()) bad += std::string(what) + ": " + e + "; ";
+  };
+  check("fetch_add", by_add, kAdd, 0, total, false);
+  check("fetch_inc", by_inc, kInc, 1, total, false);
+  check("compare_swap loop", by_cas, kCas, 2, total, false);
+  check("swap", by_swap, kSwap, 3, 0, true);
+  CHECK_MESSAGE(bad.empty(), bad);
+  REQUIRE(all_ranks(bad.empty()));
+}
+
+// Non-fetching add and inc: only the totals can be checked.
+template <typename T>
+void run_nonfetch_totals(const Session& s) {
+  GuardedSlots<T> counters(2, 1);
+  T* c[2] = {counters.slot(0), counters.slot(1)};
+  *c[0] = *c[1] = T{};
+  REQUIRE(shmem::barrier_all() == 0);
+  const int target = s.n - 1;
+  hammer(s, [&](size_t g) {
+    shmem::atomic_inc(c[0], target);
+    shmem::atomic_add(c[1], static_cast<T>(g % 5), target);
+    return 0;
+  });
+  uint64_t sum = 0;
+  for (uint64_t g = 0; g < uint64_t{kThreads} * s.n; ++g) sum += g % 5;
+  if (s.me == target) {
+    CHECK(static_cast<uint64_t>(*c[0]) == uint64_t{kThreads} * s.n);
+    CHECK(static_cast<uint64_t>(*c[1]) == sum);
+  }
+  REQUIRE(shmem::barrier_all() == 0);
+}
+
+// Bitwise contention: thread g owns bit g % kBits of counter g / kBits, so each counter is hit by
+// kBits threads from every PE, each flipping a distinct bit. or/xor set every bit of a zeroed
+// counter and and clears every bit of a full one; the fetched values of one counter have every
+// popcount from 0 to kBits - 1 (and: 1 to kBits) exactly once, as the operations serialize.
+template <typename T>
+void run_bitwise(const Session& s) {
+  constexpr size_t kBits = 8 * sizeof(T);
+  const size_t counters = kThreads * s.n / kBits;
+  const T ones = static_cast<T>(~T{});
+  const int target = s.n > 1 ? 1 : 0;
+  for (atomicType op : {shmem::AMO_FETCH_OR, shmem::AMO_FETCH_XOR, shmem::AMO_FETCH_AND,
+                        shmem::AMO_OR, shmem::AMO_XOR, shmem::AMO_AND}) {
+    CAPTURE(op);
+    const bool is_and = op == shmem::AMO_FETCH_AND || op == shmem::AMO_AND;
+    GuardedSlots<T> c(counters, 1);
+    for (size_t i = 0; i < counters; ++i) *c.slot(i) = is_and ? ones : T{};
+    REQUIRE(shmem::barrier_all() == 0);
+    const auto fetched = hammer(s, [&](size_t g) {
+      const T bit = static_cast<T>(T{1} << (g % kBits));
+      return call_generic(op, c.slot(g / kBits), is_and ? static_cast<T>(~bit) : bit, T{}, target);
+    });
+    const std::vector<uint64_t> all = gather_by_g(s, fetched, target);
+    std::string bad;
+    for (size_t i = 0; s.me == target && i < counters && bad.empty(); ++i) {
+      if (*c.slot(i) != (is_and ? T{} : ones)) bad = "final value of counter " + std::to_string(i);
+      if (!bad.empty() || !shmem::is_fetching(op)) continue;
+      std::vector<uint64_t> counts;  // of the bits of T: a signed value was sign-extended in `all`
+      for (size_t g = i * kBits; g < (i + 1) * kBits; ++g)
+        counts.push_back(std::popcount(static_cast<std::make_unsigned_t<T>>(all[g])));
+      bad = permutation_error(counts, is_and ? 1 : 0);
+      if (!bad.empty()) bad = "popcounts fetched from counter " + std::to_string(i) + ": " + bad;
+    }
+    CHECK_MESSAGE(bad.empty(), bad);
+    REQUIRE(all_ranks(bad.empty()));
+  }
+}
+
+// ---- checks
+// ------------------------------------------------------------------------------------------------
+template <typename T>
+void run_bad_arguments(const Session& s) {
+  GuardedSlots<T> slot(1, 2);
+  T* d = slot.slot(0);
+  *d = T{7};
+  const int pe = (s.me + 1) % s.n;
+  // Every code the ABI names and a few it does not; each call must reject those outside its range.
+  const std::pair<int, const char*> kCodes[] = {{-1, "unknown"},
+                                                {0, "unknown"},
+                                                {1, "AMO_ACK"},
+                                                {2, "AMO_INC"},
+                                                {3, "AMO_SET"},
+                                                {4, "AMO_ADD"},
+                                                {5, "AMO_AND"},
+                                                {6, "AMO_OR"},
+                                                {7, "AMO_XOR"},
+                                                {8, "AMO_SIGNAL"},
+                                                {9, "SIGNAL_SET"},
+                                                {10, "SIGNAL_ADD"},
+                                                {11, "AMO_END_OF_NONFETCH"},
+                                                {12, "AMO_FETCH"},
+                                                {13, "AMO_FETCH_INC"},
+                                                {14, "AMO_FETCH_ADD"},
+                                                {15, "AMO_FETCH_AND"},
+                                                {16, "AMO_FETCH_OR"},
+                                                {17, "AMO_FETCH_XOR"},
+                                                {18, "AMO_SWAP"},
+                                                {19, "AMO_COMPARE_SWAP"},
+                                                {20, "unknown"},
+                                                {99, "unknown"}};
+  for (const auto& [code, name] : kCodes) {
+    CAPTURE(code);
+    const auto op = static_cast<atomicType>(code);
+    auto want = [&](const char* call, const char* rule) {
+      return std::string(call) + ": atomic code " + std::to_string(code) + " (" + name +
+             ") is not " + rule + " (PE " + std::to_string(pe) + ")";
+    };
+    if (code < shmem::AMO_INC || code > shmem::AMO_SIGNAL_ADD)
+      expect_device_failure(
+          [&] { shmem::atomic_nonfetch(d, 1, op, pe); },
+          want("atomic_nonfetch", "a non-fetching operation: use AMO_INC..SIGNAL_ADD"),
+          shmem::DeviceErrorCode::kBadArgument, pe, d);
+    if (code < shmem::AMO_FETCH || code > shmem::AMO_COMPARE_SWAP)
+      expect_device_failure(
+          [&] { shmem::atomic_fetch_op(d, 1, 7, op, pe); },
+          want("atomic_fetch_op", "a fetching operation: use AMO_FETCH..AMO_COMPARE_SWAP"),
+          shmem::DeviceErrorCode::kBadArgument, pe, d);
+  }
+  T* misaligned = reinterpret_cast<T*>(reinterpret_cast<char*>(d) + sizeof(T) / 2);
+  expect_device_failure([&] { shmem::atomic_fetch_add(misaligned, 1, pe); },
+                        "atomic_fetch_add: address " + hex_text(misaligned) +
+                            " is not aligned to " + std::to_string(sizeof(T)) + " bytes (PE " +
+                            std::to_string(pe) + ")",
+                        shmem::DeviceErrorCode::kBadAddress, pe, misaligned);
+  REQUIRE(shmem::barrier_all() == 0);
+  CHECK(*d == T{7});  // no failed call touched the target
+  REQUIRE(shmem::barrier_all() == 0);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("every AMO by name: exact results and fetched values on every PE", T,
+                          named_id) {
+  Session s;
+  run_each_op<T>(s, false);
+}
+TEST_CASE_TEMPLATE_DEFINE("every code of atomic_nonfetch / atomic_fetch_op: exact results", T,
+                          generic_id) {
+  Session s;
+  run_each_op<T>(s, true);
+}
+TEST_CASE_TEMPLATE_DEFINE("contention: fetch_add, fetch_inc, compare_swap loop, swap", T,
+                          counting_id) {
+  Session s;
+  run_counting<T>(s);
+  run_nonfetch_totals<T>(s);
+}
+TEST_CASE_TEMPLATE_DEFINE("contention: and / or / xor, fetching and not, one bit per thread", T,
+                          bitwise_id) {
+  Session s;
+  run_bitwise<T>(s);
+}
+TEST_CASE_TEMPLATE_DEFINE("bad atomic codes and misaligned targets trap with their reason", T,
+                          bad_id) {
+  Session s;
+  run_bad_arguments<T>(s);
+}
+
+TEST_CASE_TEMPLATE_APPLY(named_id, AmoTuple);
+TEST_CASE_TEMPLATE_APPLY(generic_id, AmoTuple);
+TEST_CASE_TEMPLATE_APPLY(counting_id, AmoTuple);
+TEST_CASE_TEMPLATE_APPLY(bitwise_id, AmoTuple);
+TEST_CASE_TEMPLATE_APPLY(bad_id, AmoTuple);

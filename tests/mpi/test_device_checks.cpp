@@ -1,0 +1,280 @@
+// Every device-side check of the device API fires, with its exact message, and fills the
+// device-error record (code, PE, address, message) that the host reads after a failed launch:
+// a PE out of range, an address outside the heap and every registered buffer, a size that
+// overflows, an element range outside a symmetric object, a peer's copy that P2P cannot reach, an
+// unreachable PE, and the RDMA stub under MORI_DISABLE_P2P.
+//
+// Only the local launch fails, so no rank waits for another; all_ranks() after each case keeps the
+// ranks in step. The first failure wins the record, so each case clears its code afterwards.
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "device_harness.hpp"
+
+namespace shmem = mori::shmem;
+using namespace mori::test;
+using shmem::DeviceErrorCode;
+
+namespace {
+
+// As the device messages print addresses (core/text.hpp: "0x", lowercase, no leading zeros).
+std::string hex(uint64_t v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%" PRIx64, v);
+  return text;
+}
+std::string hex(const void* p) { return hex(reinterpret_cast<uint64_t>(p)); }
+
+struct Expected {
+  DeviceErrorCode code;
+  int pe;
+  uint64_t address;
+  std::string message;
+};
+
+// Runs `kernel` on one lane, requires that it fails with exactly `e`'s message, checks the record,
+// and clears it for the next case.
+template <typename F>
+void expect_failure(const Expected& e, F&& kernel) {
+  CAPTURE(e.message);
+  const std::string text = launch_error({1}, {1}, kernel);
+  const std::string want =
+      "mori::host::launch: lane failed: " + e.message + " [block (0,0,0) thread (0,0,0)]";
+  CHECK(text == want);
+  shmem::DeviceError* record = shmem::globalGpuStates.error;
+  REQUIRE(record != nullptr);
+  CHECK(record->code == static_cast<uint32_t>(e.code));
+  CHECK(record->pe == e.pe);
+  CHECK(record->address == e.address);
+  CHECK(std::string(record->message) == e.message);
+  const bool ok = text == want && record->code == static_cast<uint32_t>(e.code) &&
+                  record->pe == e.pe && record->address == e.address &&
+                  e.message == record->message;
+  record->code = 0;
+  REQUIRE(all_ranks(ok));
+}
+
+// The symmetric heap as the address messages print it.
+std::string heap_text() {
+  const shmem::GpuStates& s = shmem::globalGpuStates;
+  return "[" + hex(s.heap_base) + ", +" + std::to_string(s.heap_size) + ")";
+}
+std::string outside(const char* call, const void* addr, uint64_t bytes, int pe) {
+  return std::string(call) + ": address " + hex(addr) + " (" + std::to_string(bytes) +
+         " bytes) for PE " + std::to_string(pe) + " is neither in the symmetric heap " +
+         heap_text() + " nor in a registered buffer";
+}
+std::string out_of_range(const char* call, int pe, int n) {
+  return std::string(call) + ": PE " + std::to_string(pe) + " is out of range [0, " +
+         std::to_string(n) + ")";
+}
+
+// Sets an environment variable for the life of a scope (declare it before the Session).
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  const char* name_;
+};
+
+// A symmetric array of kElems ints, a local source, and a local (not symmetric) buffer.
+struct Buffers {
+  static constexpr size_t kElems = 16;
+  Buffers() {
+    heap = static_cast<int*>(shmem::malloc(kElems * sizeof(int)));
+    REQUIRE(heap != nullptr);
+  }
+  ~Buffers() {
+    CHECK(shmem::barrier_all() == 0);
+    CHECK(shmem::free(heap) == 0);
+  }
+  int* heap = nullptr;
+  std::vector<int> source = std::vector<int>(kElems, 3);
+  std::vector<int> local = std::vector<int>(kElems, 0);
+};
+
+}  // namespace
+
+TEST_CASE("a PE out of range: put, get, p, g, quiet and fence, in every scope") {
+  Session s;
+  Buffers b;
+  int* d = b.heap;
+  const int* src = b.source.data();
+  const int n = s.n;
+  expect_failure({DeviceErrorCode::kBadPe, 7, 0, out_of_range("put_nbi", 7, n)},
+                 [&] { shmem::put_nbi(d, src, 4, 7); });
+  expect_failure({DeviceErrorCode::kBadPe, -1, 0, out_of_range("get", -1, n)},
+                 [&] { shmem::get(b.local.data(), d, 4, -1); });
+  expect_failure({DeviceErrorCode::kBadPe, n, 0, out_of_range("putmem", n, n)},
+                 [&] { shmem::putmem(d, src, 8, n); });
+  expect_failure({DeviceErrorCode::kBadPe, 7, 0, out_of_range("p", 7, n)},
+                 [&] { shmem::p(d, 1, 7); });
+  expect_failure({DeviceErrorCode::kBadPe, n, 0, out_of_range("g", n, n)},
+                 [&] { (void)shmem::g(d, n); });
+  expect_failure({DeviceErrorCode::kBadPe, 7, 0, out_of_range("quiet", 7, n)},
+                 [&] { shmem::quiet(7); });
+  expect_failure({DeviceErrorCode::kBadPe, -2, 0, out_of_range("fence", -2, n)},
+                 [&] { shmem::fence(-2, 1); });
+
+  // Every lane of a warp or a block traps; the first one's record stands, and none of them hangs.
+  const std::string message = out_of_range("put_nbi", 7, n);
+  auto every_lane = [&]<typename S>() {
+    CAPTURE(S::kName);
+    const std::string text =
+        launch_error({1}, block_for<S>(), [&] { shmem::put_nbi<S>(d, src, 4, 7); });
+    CHECK(text.rfind("mori::host::launch: lane failed: " + message + " [block (0,0,0) thread (",
+                     0) == 0);
+    shmem::DeviceError* record = shmem::globalGpuStates.error;
+    CHECK(record->code == static_cast<uint32_t>(DeviceErrorCode::kBadPe));
+    CHECK(std::string(record->message) == message);
+    record->code = 0;
+    REQUIRE(all_ranks(text.find(message) != std::string::npos));
+  };
+  every_lane.operator()<mori::Warp>();
+  every_lane.operator()<mori::Block>();
+}
+
+TEST_CASE("an address neither in the heap nor in a registered buffer") {
+  Session s;
+  Buffers b;
+  const int peer = (s.me + 1) % s.n;
+  const int* src = b.source.data();
+  int* local = b.local.data();
+  const auto a = [](const void* p) { return reinterpret_cast<uint64_t>(p); };
+  expect_failure(
+      {DeviceErrorCode::kBadAddress, peer, a(local), outside("put_nbi", local, 16, peer)},
+      [&] { shmem::put_nbi(local, src, 4, peer); });
+  expect_failure({DeviceErrorCode::kBadAddress, peer, a(local), outside("getmem", local, 10, peer)},
+                 [&] { shmem::getmem(b.heap, local, 10, peer); });
+  expect_failure({DeviceErrorCode::kBadAddress, peer, a(local), outside("p", local, 4, peer)},
+                 [&] { shmem::p(local, 9, peer); });
+  double x = 0;
+  expect_failure({DeviceErrorCode::kBadAddress, peer, a(&x), outside("g", &x, 8, peer)},
+                 [&] { (void)shmem::g(&x, peer); });
+
+  // A range that starts inside the heap and runs past its end.
+  const shmem::GpuStates& st = shmem::globalGpuStates;
+  int* tail = reinterpret_cast<int*>(st.heap_base + st.heap_size - 8);
+  expect_failure({DeviceErrorCode::kBadAddress, peer, a(tail), outside("put", tail, 16, peer)},
+                 [&] { shmem::put(tail, src, 4, peer); });
+
+  // Likewise past the end of a registered buffer.
+  std::vector<int> reg(16);
+  REQUIRE(shmem::buffer_register(reg.data(), reg.size() * sizeof(int)) == 0);
+  int* over = reg.data() + 12;
+  expect_failure({DeviceErrorCode::kBadAddress, s.me, a(over), outside("get_nbi", over, 32, s.me)},
+                 [&] { shmem::get_nbi(local, over, 8, s.me); });
+  REQUIRE(shmem::buffer_deregister(reg.data(), reg.size() * sizeof(int)) == 0);
+}
+
+TEST_CASE("a size whose byte count or end address overflows") {
+  Session s;
+  const int peer = (s.me + 1) % s.n;
+  auto* d = static_cast<uint64_t*>(shmem::malloc(64));
+  REQUIRE(d != nullptr);
+  std::vector<uint64_t> local(8);
+  const uint64_t a = reinterpret_cast<uint64_t>(d);
+  auto overflow = [&](const char* call, uint64_t nelems) {
+    return std::string(call) + ": " + std::to_string(nelems) + " elements of 8 bytes at " + hex(a) +
+           " overflow the address space (PE " + std::to_string(peer) + ")";
+  };
+  // nelems * 8 wraps past 2^64.
+  const uint64_t wraps = (uint64_t{1} << 61) + 1;
+  expect_failure({DeviceErrorCode::kBadSize, peer, a, overflow("put_nbi", wraps)},
+                 [&] { shmem::put_nbi(d, local.data(), wraps, peer); });
+  // nelems * 8 fits, but d + nelems * 8 wraps past the end of the address space.
+  const uint64_t past_end = (std::numeric_limits<uint64_t>::max() - a) / 8 + 1;
+  expect_failure({DeviceErrorCode::kBadSize, peer, a, overflow("get", past_end)},
+                 [&] { shmem::get(local.data(), d, past_end, peer); });
+  REQUIRE(shmem::barrier_all() == 0);
+  CHECK(shmem::free(d) == 0);
+}
+
+TEST_CASE("an element range outside a symmetric object") {
+  Session s;
+  Buffers b;
+  const int peer = (s.me + 1) % s.n;
+  const shmem::SymmObj<int> obj{b.heap, 10};
+  const uint64_t a = reinterpret_cast<uint64_t>(b.heap);
+  auto outside_obj = [&](const char* call, size_t offset, size_t nelems) {
+    return std::string(call) + ": elements [" + std::to_string(offset) + ", +" +
+           std::to_string(nelems) + ") are outside the symmetric object " + hex(a) +
+           " of 10 elements (PE " + std::to_string(peer) + ")";
+  };
+  expect_failure({DeviceErrorCode::kBadSize, peer, a, outside_obj("put", 8, 5)},
+                 [&] { shmem::put(obj, 8, b.source.data(), 5, peer); });
+  expect_failure({DeviceErrorCode::kBadSize, peer, a, outside_obj("get_nbi", 11, 0)},
+                 [&] { shmem::get_nbi(b.local.data(), obj, 11, 0, peer); });
+  expect_failure({DeviceErrorCode::kBadSize, peer, a, outside_obj("put_nbi", 1, SIZE_MAX)},
+                 [&] { shmem::put_nbi(obj, 1, b.source.data(), SIZE_MAX, peer); });
+}
+
+TEST_CASE("P2P cannot reach a peer's registered buffer, nor an unreachable PE") {
+  Session s;
+  const int peer = (s.me + 1) % s.n;
+  std::vector<int> reg(16, 0), src(16, 5);
+  REQUIRE(shmem::buffer_register(reg.data(), reg.size() * sizeof(int)) == 0);
+  // On the host backend a registered buffer is private memory: its peers' copies are not mapped.
+  const std::string unmapped =
+      ": PE " + std::to_string(peer) +
+      "'s copy of registered buffer 0 is not mapped into this PE (P2P reaches only the symmetric "
+      "heap here)";
+  expect_failure({DeviceErrorCode::kNotReachable, peer, 0, "put_nbi" + unmapped},
+                 [&] { shmem::put_nbi(reg.data(), src.data(), 4, peer); });
+  expect_failure({DeviceErrorCode::kNotReachable, peer, 0, "p" + unmapped},
+                 [&] { shmem::p(reg.data() + 1, 1, peer); });
+  expect_failure({DeviceErrorCode::kNotReachable, peer, 0, "g" + unmapped},
+                 [&] { (void)shmem::g(reg.data() + 1, peer); });
+  launch({1}, {1}, [&] { shmem::put(reg.data(), src.data(), 4, s.me); });  // its own copy is
+  CHECK(reg[3] == 5);
+
+  // A PE whose transport is kUnreachable (init never chooses it yet): poke the device state, and
+  // put it back.
+  auto* transports = const_cast<uint8_t*>(shmem::globalGpuStates.transports);
+  const uint8_t saved = transports[peer];
+  transports[peer] = static_cast<uint8_t>(shmem::Transport::kUnreachable);
+  auto* heap = static_cast<int*>(shmem::malloc(16 * sizeof(int)));
+  REQUIRE(heap != nullptr);
+  expect_failure(
+      {DeviceErrorCode::kNotReachable, peer, 0,
+       "put_nbi: PE " + std::to_string(peer) + " is unreachable from PE " + std::to_string(s.me)},
+      [&] { shmem::put_nbi(heap, src.data(), 4, peer); });
+  transports[peer] = saved;
+  REQUIRE(shmem::barrier_all() == 0);
+  CHECK(shmem::free(heap) == 0);
+  REQUIRE(shmem::buffer_deregister(reg.data(), reg.size() * sizeof(int)) == 0);
+}
+
+TEST_CASE("MORI_DISABLE_P2P: every call to another PE traps in the RDMA stub; self still works") {
+  ScopedEnv no_p2p("MORI_DISABLE_P2P", "1");
+  Session s;
+  Buffers b;
+  int* d = b.heap;
+  const int* src = b.source.data();
+  const int peer = (s.me + 1) % s.n;
+  auto stub = [&](const char* call) {
+    return Expected{DeviceErrorCode::kNotBuilt, peer, 0,
+                    std::string(call) + ": RDMA transport not built yet (PE " +
+                        std::to_string(peer) + " is reached over RDMA)"};
+  };
+  expect_failure(stub("put_nbi"), [&] { shmem::put_nbi(d, src, 4, peer); });
+  expect_failure(stub("putmem"), [&] { shmem::putmem(d, src, 4, peer); });
+  expect_failure(stub("get"), [&] { shmem::get(b.local.data(), d, 4, peer); });
+  expect_failure(stub("getmem_nbi"), [&] { shmem::getmem_nbi(b.local.data(), d, 4, peer); });
+  expect_failure(stub("p"), [&] { shmem::p(d, 1, peer); });
+  expect_failure(stub("g"), [&] { (void)shmem::g(d, peer); });
+
+  // This PE is always reached directly, and quiet/fence over every transport post nothing.
+  launch({1}, {1}, [&] {
+    shmem::put_nbi(d, src, 4, s.me);
+    shmem::p(d + 4, 11, s.me);
+    shmem::quiet();
+    shmem::fence(peer);
+    shmem::quiet(peer);
+  });
+  CHECK(d[3] == 3);
+  CHECK(d[4] == 11);
+  CHECK(shmem::globalGpuStates.error->code == 0);
+  REQUIRE(all_ranks(d[3] == 3 && d[4] == 11));
+}
