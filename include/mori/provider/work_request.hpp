@@ -1,0 +1,65 @@
+// The provider-neutral description of one RDMA work request and of completion progress: what the
+// IBGDA engine (transport/rdma.hpp) hands a provider to encode, and what a provider's completion
+// parser hands back. The software NIC decodes a provider's WQE bytes back into the same struct.
+//
+// Every provider (provider/mlx5.hpp, bnxt.hpp, ionic.hpp) is a struct of static members, with no
+// state and no concurrency logic (the engine owns both):
+//
+//   static constexpr const char* kName;           "mlx5", "bnxt", "ionic"
+//   static constexpr uint32_t kWqeBytes;          bytes of one SQ entry; every work request takes
+//   exactly one static constexpr uint32_t kMaxInlineBytes;    the largest inline write that fits
+//   one entry static constexpr uint32_t kCqeBytes;          bytes of one CQ entry static constexpr
+//   bool kNativeAtomic32;        the NIC has 32-bit atomics (else the engine emulates them)
+//   template <bool IsRead> static void post_read_write(void* wqe, const WorkRequest& wr);   opcode
+//   constexpr static void post_inline_write(void* wqe, const WorkRequest& wr); static void
+//   post_atomic(void* wqe, const WorkRequest& wr);   fetch-add or compare-swap, 4 or 8 bytes static
+//   void ring_doorbell(RdmaEndpoint& ep, uint64_t next_index, const void* last_wqe);
+//       makes entries [.., next_index) visible to the NIC: doorbell record, then doorbell register
+//   static CqPoll poll_cq(RdmaEndpoint& ep);
+//       consumes new completions; reports the highest completed WQE index, or a decoded error
+//
+// All are MORI_DEVICE: they run in GPU kernels (and in host-backend lanes).
+#pragma once
+
+#include <cstdint>
+
+namespace mori::provider {
+
+enum class Opcode : uint8_t {
+  kWrite = 0,
+  kRead = 1,
+  kWriteInline = 2,
+  kFetchAdd = 3,
+  kCompareSwap = 4,
+};
+
+struct WorkRequest {
+  Opcode opcode;
+  uint8_t signaled;  // 1: the NIC writes a completion for this request (selective signalling)
+  uint8_t fence;  // 1: the NIC starts it only after earlier reads and atomics of the QP completed
+  uint8_t width;  // atomics: 4 or 8 bytes
+  uint32_t qpn;   // this QP's number, for providers that put it in the WQE
+  uint64_t
+      index;  // the WQE's SQ index: monotonic, the provider wraps it (mlx5: 16-bit wqe_counter)
+  uint64_t remote_addr;
+  uint32_t rkey;
+  uint32_t lkey;
+  uint64_t local_addr;  // write: source; read: destination; atomics: where the old value lands
+  uint32_t bytes;       // write, read and inline write
+  uint32_t reserved;
+  uint64_t operand;         // fetch-add: the addend; compare-swap: the swap value
+  uint64_t compare;         // compare-swap: the expected value
+  const void* inline_data;  // kWriteInline: `bytes` bytes copied into the WQE
+};
+
+// The outcome of one poll of a completion queue.
+struct CqPoll {
+  uint8_t advanced;  // 1: `completed_through` is new
+  uint8_t error;     // 1: a completion carried an error (then `status` says which)
+  uint16_t reserved;
+  uint32_t status;             // provider's status or syndrome code
+  uint64_t completed_through;  // WQEs [.., completed_through) are complete (a 64-bit index)
+  const char* status_text;     // the syndrome's name, e.g. "remote access error"
+};
+
+}  // namespace mori::provider

@@ -1,0 +1,41 @@
+// RdmaEndpoint: one RDMA queue pair as the GPU drives it, device-visible, one per (PE, QP) in
+// GpuStates::rdma_endpoints[pe * num_qp_per_pe + qp]. The runtime fills the first part at init
+// (from mlx5dv / the vendor equivalents on hardware; from the software NIC on the host backend);
+// the engine owns the second. Part of the device-state ABI: size-pinned, and changes bump
+// kGpuStatesAbiVersion.
+#pragma once
+
+#include <cstdint>
+
+namespace mori::transport {
+
+struct RdmaEndpoint {
+  // ---- fixed at init
+  // ----------------------------------------------------------------------------------------
+  uint8_t* sq;    // sq_wqes * Provider::kWqeBytes
+  uint8_t* cq;    // cq_entries * Provider::kCqeBytes
+  uint32_t* dbr;  // doorbell record (mlx5: the QP's two big-endian counters; others: see provider)
+  uint64_t* db;  // doorbell register: MMIO on hardware, a word the software NIC watches on the host
+  uint32_t* cq_dbr;     // CQ consumer-index record, for providers that have one (else null)
+  uint64_t* ibuf;       // landing slots for fetching atomics and g (registered with ibuf_lkey)
+  uint32_t sq_wqes;     // power of two
+  uint32_t cq_entries;  // power of two (a collapsed mlx5 CQ has 1)
+  uint32_t qpn;
+  uint32_t cqn;
+  uint32_t ibuf_slots;  // power of two
+  uint32_t ibuf_lkey;
+  uint32_t provider_word[6];  // provider-specific constants (doorbell ids, epochs); each provider
+                              // documents its use
+  // ---- the engine's indices: 64-bit, monotonic, never wrapped (the provider wraps when it writes
+  // bytes) -----
+  uint64_t reserved;     // next free WQE index: [.., reserved) are taken by posters
+  uint64_t submitted;    // [.., submitted) are written and announced to the NIC, in posting order
+  uint64_t completed;    // [.., completed) are known complete
+  uint64_t cq_consumed;  // CQEs consumed so far (provider's CQ consumer index)
+  uint64_t ibuf_next;    // next ibuf slot to hand out
+  uint32_t poll_lock;    // 1 while one thread drains the CQ for everybody
+  uint32_t reserved_word;
+};
+static_assert(sizeof(RdmaEndpoint) == 144, "RdmaEndpoint is part of the device-state ABI");
+
+}  // namespace mori::transport
