@@ -1,0 +1,50 @@
+// The software NIC's view of one provider: how to read the doorbell, decode a WQE's bytes, and
+// write a completion in the provider's exact format. One Codec per provider (mlx5_codec.cpp,
+// bnxt_codec.cpp, ionic_codec.cpp); the software NIC core (softnic.cpp) executes the decoded
+// requests on PEs' memory.
+//
+// A codec is the NIC's parser of untrusted bytes: it must reject garbage (an unknown opcode, an
+// impossible size, a WQE that claims more bytes than an entry holds) with a reason, never crash or
+// read past the entry.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mori/provider/work_request.hpp"
+#include "mori/transport/rdma_endpoint.hpp"
+
+namespace mori::softnic {
+
+// What the NIC reports for a request, mapped by each codec to its provider's status or syndrome.
+enum class CompletionStatus : uint8_t {
+  kSuccess = 0,
+  kLocalProtection,       // lkey unknown or the local range outside its region
+  kRemoteAccess,          // rkey unknown or the remote range outside its region
+  kRemoteInvalidRequest,  // an opcode or size the NIC does not execute
+  kLocalLength,           // a length the WQE cannot hold (inline beyond its limit)
+  kGeneral,               // anything else (fault injection)
+};
+
+struct Codec {
+  const char* name;
+  uint32_t wqe_bytes;
+  uint32_t cqe_bytes;
+  // The SQ index (64-bit, exclusive) the driver has announced through the doorbell record and
+  // register. `last` is the previous answer: providers with 16-bit counters extend theirs from it.
+  uint64_t (*announced)(const transport::RdmaEndpoint& ep, uint64_t last);
+  // Decodes the WQE for SQ index `index` (its bytes: wqe_bytes at `wqe`). On garbage returns false
+  // and says why; `wr->inline_data` may point into `wqe`.
+  bool (*decode)(const void* wqe, uint64_t index, provider::WorkRequest* wr, std::string* why);
+  // Writes the completion of WQE `index` into the endpoint's CQ as the hardware would, advancing
+  // *cq_produced (completions written so far). Called for every signalled request and every failed
+  // one.
+  void (*complete)(transport::RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index,
+                   const provider::WorkRequest& wr, CompletionStatus status);
+};
+
+const Codec& mlx5_codec();
+const Codec& bnxt_codec();
+const Codec& ionic_codec();
+
+}  // namespace mori::softnic
