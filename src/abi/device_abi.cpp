@@ -1,0 +1,39 @@
+// The extern "C" device ABI: one wrapper per entry of functions.def, over the device API. Compiled
+// only into bitcode by tools/build_shmem_bitcode.sh: for amdgcn (-x hip, device only) and, with
+// MORI_BACKEND_HOST, for the host backend's modules. Front ends link that bitcode into their
+// kernels; docs/bitcode.md describes the flow.
+#include <cstddef>
+#include <cstdint>
+
+#include "abi/adapters.hpp"
+#include "mori/core/types.hpp"
+#include "mori/shmem/device_api.hpp"
+
+// Every code object that links the bitcode gets exactly one device state (gpu_states.hpp), which
+// module_init finds by name (hipModuleGetGlobal / dlsym) and fills, and the ABI version it checks
+// first. Both are default visibility so that the loaders see them, and `used, retain` (llvm.used)
+// so that a front end that links only what its kernels need and internalizes the rest (llvm-link
+// --only-needed --internalize) still keeps them, exported. The registration
+// of MORI_SHMEM_DEFINE_GPU_STATES is not wanted here: modules are filled by module_init, never by
+// the runtime's static registration.
+namespace mori::shmem {
+MORI_DEVICE_VAR __attribute__((visibility("default"), used, retain)) GpuStates globalGpuStates;
+}  // namespace mori::shmem
+extern "C" MORI_DEVICE_VAR __attribute__((visibility("default"), used, retain))
+const uint32_t mori_shmem_gpu_states_abi_version = mori::shmem::kGpuStatesAbiVersion;
+
+// MORI_DEVICE_VAR is the device attribute without `inline`: these are real, exported definitions.
+#define MORI_ABI_EXPORT extern "C" MORI_DEVICE_VAR __attribute__((visibility("default")))
+#define MORI_ABI_FAMILY(name)
+#define MORI_ABI_P(type, name) type name
+#define MORI_ABI_STATUS(name, scope, params, call) \
+  MORI_ABI_EXPORT int mori_shmem_##name params {   \
+    call;                                          \
+    return 0;                                      \
+  }
+#define MORI_ABI_VALUE(ret, name, scope, params, call) \
+  MORI_ABI_EXPORT ret mori_shmem_##name params { return call; }
+
+namespace mori::shmem {
+#include "abi/functions.def"
+}  // namespace mori::shmem

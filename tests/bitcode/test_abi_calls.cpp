@@ -1,0 +1,192 @@
+// Calls through the C ABI of a module that is the whole host-flavour bitcode (every function, found
+// with dlsym), one or more per family, on 2 PEs. test_abi_manifest.cpp checks names and types; this
+// checks that each wrapper hands its C arguments to the right parameters of the device API
+// (dest/source, cond/value, the atomic code, the signal) and returns what the spec says.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "device_harness.hpp"
+
+namespace shmem = mori::shmem;
+using mori::test::launch;
+using mori::test::Session;
+using shmem::atomicType;
+using shmem::Cmp;
+
+namespace {
+
+// Opened once, for the whole process: finalize republishes to every module module_init saw.
+void* abi_module() {
+  static void* handle = dlopen(MORI_TEST_ABI_MODULE, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE_MESSAGE(handle != nullptr, dlerror());
+  return handle;
+}
+
+template <typename F>
+F* fn(const char* name) {
+  void* s = dlsym(abi_module(), name);
+  REQUIRE_MESSAGE(s != nullptr, name);
+  return reinterpret_cast<F*>(s);
+}
+
+// A session whose module has the live device state.
+struct AbiSession : Session {
+  AbiSession() {
+    REQUIRE_MESSAGE(shmem::module_init(abi_module()) == 0, shmem::last_error());
+    next = (me + 1) % n;
+    prev = (me + n - 1) % n;
+  }
+  int next = 0, prev = 0;
+};
+
+template <typename T>
+T* symmetric(size_t count) {
+  auto* p = static_cast<T*>(shmem::malloc(count * sizeof(T)));
+  REQUIRE_MESSAGE(p != nullptr, shmem::last_error());
+  return p;
+}
+
+void barrier() { REQUIRE(shmem::barrier_all() == 0); }
+
+}  // namespace
+
+TEST_CASE("abi.rma") {
+  AbiSession s;
+  constexpr size_t kN = 100;
+  auto* put_dst = symmetric<int32_t>(kN);
+  auto* get_src = symmetric<uint64_t>(kN);
+  std::vector<int32_t> src(kN);
+  std::vector<uint64_t> got(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    src[i] = s.me * 1000 + static_cast<int32_t>(i);
+    get_src[i] = s.me * 1000 + i;
+  }
+  barrier();
+  auto* put =
+      fn<int(int32_t*, const int32_t*, size_t, int, int)>("mori_shmem_put_int32_nbi_thread");
+  auto* quiet = fn<int()>("mori_shmem_quiet_thread");
+  auto* get = fn<int(uint64_t*, const uint64_t*, size_t, int, int)>("mori_shmem_get_uint64_block");
+  launch({1}, {1}, [&] {
+    CHECK(put(put_dst, src.data(), kN, s.next, 0) == 0);
+    CHECK(quiet() == 0);
+  });
+  launch({1}, {4}, [&] { CHECK(get(got.data(), get_src, kN, s.next, 0) == 0); });
+  barrier();
+  for (size_t i = 0; i < kN; ++i) {
+    CHECK(put_dst[i] == s.prev * 1000 + static_cast<int32_t>(i));
+    CHECK(got[i] == s.next * 1000 + i);
+  }
+  shmem::free(put_dst);
+  shmem::free(get_src);
+}
+
+TEST_CASE("abi.single") {
+  AbiSession s;
+  auto* x = symmetric<int64_t>(1);
+  auto* y = symmetric<unsigned int>(1);
+  *y = 40 + s.me;
+  barrier();
+  auto* p = fn<int(int64_t*, int64_t, int, int)>("mori_shmem_int64_p");
+  auto* g = fn<unsigned int(const unsigned int*, int, int)>("mori_shmem_uint_g");
+  launch({1}, {1}, [&] {
+    CHECK(p(x, -7 - s.me, s.next, 0) == 0);
+    CHECK(g(y, s.next, 0) == 40u + s.next);
+  });
+  barrier();
+  CHECK(*x == -7 - s.prev);
+  shmem::free(x);
+  shmem::free(y);
+}
+
+TEST_CASE("abi.atomic") {
+  AbiSession s;
+  auto* counter = symmetric<uint64_t>(1);
+  auto* cas = symmetric<int32_t>(1);
+  auto* generic = symmetric<uint32_t>(1);
+  auto* sized = symmetric<uint64_t>(1);
+  *counter = 0, *cas = 7, *generic = 4, *sized = 1;
+  barrier();
+  auto* fetch_add =
+      fn<uint64_t(uint64_t*, uint64_t, int, int)>("mori_shmem_uint64_atomic_fetch_add_thread");
+  auto* compare_swap = fn<int32_t(int32_t*, int32_t, int32_t, int, int)>(
+      "mori_shmem_int32_atomic_compare_swap_thread");
+  auto* fetch_op = fn<uint32_t(uint32_t*, uint32_t, uint32_t, atomicType, int, int)>(
+      "mori_shmem_atomic_uint32_fetch_thread");
+  auto* size_nonfetch =
+      fn<int(void*, void*, size_t, atomicType, int, int)>("mori_shmem_atomic_size_nonfetch_thread");
+  launch({1}, {1}, [&] {
+    CHECK(fetch_add(counter, 5, s.next, 0) == 0);
+    CHECK(compare_swap(cas, 7, 9, s.next, 0) == 7);  // cond 7 holds: 9 is written
+    CHECK(compare_swap(cas, 1, 3, s.next, 0) == 9);  // cond 1 does not: nothing changes
+    CHECK(fetch_op(generic, 11, 4, shmem::AMO_COMPARE_SWAP, s.next, 0) == 4);
+    uint64_t add = 10;
+    CHECK(size_nonfetch(sized, &add, sizeof add, shmem::AMO_ADD, s.next, 0) == 0);
+  });
+  barrier();
+  CHECK(*counter == 5);
+  CHECK(*cas == 9);
+  CHECK(*generic == 11);
+  CHECK(*sized == 11);
+  for (void* q : {static_cast<void*>(counter), static_cast<void*>(cas), static_cast<void*>(generic),
+                  static_cast<void*>(sized)})
+    shmem::free(q);
+}
+
+TEST_CASE("abi.signal_wait") {
+  AbiSession s;
+  constexpr size_t kN = 64;
+  auto* data = symmetric<float>(kN);
+  auto* sig = symmetric<uint64_t>(2);
+  sig[0] = sig[1] = 0;
+  std::vector<float> src(kN);
+  for (size_t i = 0; i < kN; ++i) src[i] = s.me + i * 0.5f;
+  barrier();
+  auto* put_signal = fn<int(float*, const float*, size_t, void*, uint64_t, atomicType, int, int)>(
+      "mori_shmem_put_float_nbi_signal_block");
+  auto* signal_wait = fn<uint64_t(uint64_t*, Cmp, uint64_t)>("mori_shmem_signal_wait_until");
+  auto* wait_ge = fn<uint64_t(uint64_t*, uint64_t)>("mori_shmem_uint64_wait_until_ge");
+  auto* test_eq = fn<int(uint64_t*, uint64_t)>("mori_shmem_uint64_test_eq");
+  auto* signal_fetch = fn<uint64_t(const uint64_t*)>("mori_shmem_signal_fetch");
+  launch({1}, {8}, [&] {
+    CHECK(put_signal(data, src.data(), kN, sig, 3, shmem::SIGNAL_ADD, s.next, 0) == 0);
+  });
+  launch({1}, {1}, [&] {
+    CHECK(signal_wait(sig, shmem::CMP_EQ, 3) == 3);
+    CHECK(wait_ge(sig, 2) == 3);
+    CHECK(test_eq(sig, 3) == 1);
+    CHECK(test_eq(sig + 1, 3) == 0);
+    CHECK(signal_fetch(sig) == 3);
+  });
+  for (size_t i = 0; i < kN; ++i) CHECK(data[i] == s.prev + i * 0.5f);
+  barrier();
+  shmem::free(data);
+  shmem::free(sig);
+}
+
+TEST_CASE("abi.query_barrier") {
+  AbiSession s;
+  auto* x = symmetric<int32_t>(1);
+  auto* my_pe = fn<int()>("mori_shmem_my_pe");
+  auto* n_pes = fn<int()>("mori_shmem_n_pes");
+  auto* ptr = fn<uint64_t(uint64_t, int)>("mori_shmem_ptr");
+  auto* ptr_p2p = fn<uint64_t(const uint64_t, const int, int)>("mori_shmem_ptr_p2p");
+  auto* barrier_block = fn<int()>("mori_shmem_barrier_all_block");
+  auto* barrier_thread = fn<int()>("mori_shmem_barrier_all_thread");
+  const auto addr = reinterpret_cast<uint64_t>(x);
+  launch({1}, {1}, [&] {
+    CHECK(my_pe() == s.me);
+    CHECK(n_pes() == s.n);
+    CHECK(ptr(addr, s.me) == addr);
+    CHECK(ptr(addr, s.next) != 0);  // the host backend maps every peer's heap
+    CHECK(ptr_p2p(addr, s.me, s.next) == ptr(addr, s.next));
+    CHECK(ptr_p2p(addr, s.next, s.next) == 0);  // myPe must be the calling PE
+  });
+  launch({1}, {4}, [&] {
+    CHECK(barrier_block() == 0);
+    CHECK(barrier_block() == 0);
+  });
+  launch({1}, {1}, [&] { CHECK(barrier_thread() == 0); });
+  shmem::free(x);
+}

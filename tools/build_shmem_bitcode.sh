@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Builds mori's extern "C" device ABI (src/abi) as LLVM bitcode for kernels written in MLIR, LLVM
+# IR, Triton or FlyDSL (docs/bitcode.md), and refuses to leave a bitcode behind that fails its
+# checks.
+#
+#   tools/build_shmem_bitcode.sh [outdir] [arch]
+#
+# arch is gfx942 by default; a list separated by ',' or ';' builds several. outdir (default: the
+# repository root) receives in lib/:
+#   libmori_shmem_device_<arch>.bc  amdgcn bitcode, one per arch
+#   libmori_shmem_device.bc         the first arch's, under the name front ends already link
+#   libmori_shmem_device_host.bc    the host backend's flavour, for modules that mori::host::launch
+#                                   runs
+#   mori_shmem_device_abi.json      the manifest: every function's name, signature and scope
+#
+# Environment: MORI_DEVICE_CXX (default clang++-19), LLVM_SUFFIX (default -19, for llvm-dis,
+# llvm-as, llvm-nm and opt), MORI_ABI_MANIFEST_TOOL (a built mori_abi_manifest; otherwise compiled
+# here).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+outdir=${1:-$root}
+mkdir -p "$outdir/lib"
+outdir=$(cd "$outdir" && pwd)
+IFS=',;' read -r -a archs <<<"${2:-gfx942}"
+sfx=${LLVM_SUFFIX--19}
+cxx=${MORI_DEVICE_CXX:-clang++$sfx}
+
+die() {
+  echo "build_shmem_bitcode: $*" >&2
+  exit 1
+}
+for tool in "$cxx" "llvm-dis$sfx" "llvm-as$sfx" "llvm-nm$sfx" "opt$sfx"; do
+  command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh installs it)"
+done
+[ ${#archs[@]} -gt 0 ] || die "no arch given"
+
+work=$(mktemp -d "$outdir/lib/.bitcode.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# ---- the manifest, from the same list as the wrappers -------------------------------------------
+manifest_tool=${MORI_ABI_MANIFEST_TOOL:-}
+if [ -z "$manifest_tool" ]; then
+  manifest_tool=$work/mori_abi_manifest
+  # MORI_BACKEND_HIP without -x hip: the shared types only, no device code.
+  "$cxx" -std=c++20 -O1 -DMORI_BACKEND_HIP=1 -I"$root/include" -I"$root/src" \
+    "$root/tools/abi_manifest.cpp" -o "$manifest_tool"
+fi
+"$manifest_tool" -o "$work/mori_shmem_device_abi.json"
+"$manifest_tool" --names | LC_ALL=C sort >"$work/names"
+
+# ---- compile ------------------------------------------------------------------------------------
+# Release device code (-DNDEBUG compiles the device checks out on amdgcn); every ABI symbol is
+# default visibility so that kernels linked with it, and the loaders, can see it.
+common=(-std=c++20 -O2 -DNDEBUG -fvisibility=default -Xclang -disable-lifetime-markers
+  -Wall -Wextra -I"$root/include" -I"$root/src" -emit-llvm -c "$root/src/abi/device_abi.cpp")
+
+# -disable-lifetime-markers stops clang emitting them, but the inliner adds its own. Front ends link
+# the bitcode with their own LLVM, whose lifetime intrinsics may differ (LLVM 21 dropped the size
+# operand), so none may remain: each is a whole `call void` line of the IR, safe to drop.
+strip_lifetime() { # <in.bc> <out.bc>
+  "llvm-dis$sfx" "$1" -o - |
+    sed -E '/^[[:space:]]*(tail |notail |musttail )?call void @llvm\.lifetime\.(start|end)\./d' |
+    "llvm-as$sfx" -o "$1.nolife"
+  "opt$sfx" -passes=strip-dead-prototypes "$1.nolife" -o "$2"
+}
+
+# ---- check --------------------------------------------------------------------------------------
+check() { # <bc> <amdgcn|host>
+  local bc=$1 kind=$2 ir defined missing bad
+  ir=$("llvm-dis$sfx" "$bc" -o -)
+  defined=$("llvm-nm$sfx" --defined-only "$bc")
+  ! grep -q '@llvm\.lifetime' <<<"$ir" || die "$bc: llvm.lifetime intrinsics remain"
+  missing=$(LC_ALL=C comm -23 "$work/names" \
+    <(awk '$2 == "T" {print $3}' <<<"$defined" | LC_ALL=C sort))
+  [ -z "$missing" ] || die "$bc: manifest functions not defined:"$'\n'"$missing"
+  local hidden='\b(hidden|protected|internal|private)\b'
+  bad=$(grep -E "^define [^@]*$hidden[^@]*@mori_shmem_" <<<"$ir" || true)
+  [ -z "$bad" ] || die "$bc: ABI functions without default visibility:"$'\n'"$bad"
+  for sym in _ZN4mori5shmem15globalGpuStatesE mori_shmem_gpu_states_abi_version; do
+    grep -qE " [DR] $sym\$" <<<"$defined" || die "$bc: $sym is not defined"
+    bad=$(grep -E "^@$sym = " <<<"$ir" | grep -E "$hidden" || true)
+    [ -z "$bad" ] || die "$bc: $sym is not default visibility: $bad"
+  done
+  if [ "$kind" = amdgcn ]; then
+    # A code object cannot resolve anything at load time: everything but intrinsics is defined.
+    bad=$("llvm-nm$sfx" --undefined-only "$bc" | awk '{print $NF}' | grep -v '^llvm\.' || true)
+    [ -z "$bad" ] || die "$bc: undefined external symbols:"$'\n'"$bad"
+  else
+    # The host flavour may call libstdc++ and libc, never a mori symbol it forgot to define.
+    bad=$("llvm-nm$sfx" --undefined-only "$bc" | awk '{print $NF}' | grep -i mori || true)
+    [ -z "$bad" ] || die "$bc: undefined mori symbols:"$'\n'"$bad"
+  fi
+}
+
+build() { # <name> <amdgcn|host> <flags...>
+  local name=$1 kind=$2
+  shift 2
+  echo "build_shmem_bitcode: $name"
+  "$cxx" "$@" "${common[@]}" -o "$work/$name.raw.bc"
+  strip_lifetime "$work/$name.raw.bc" "$work/$name.bc"
+  check "$work/$name.bc" "$kind"
+}
+
+for arch in "${archs[@]}"; do
+  build "libmori_shmem_device_$arch" amdgcn -x hip --offload-arch="$arch" -nogpuinc -nogpulib \
+    --offload-device-only -fgpu-rdc
+done
+build libmori_shmem_device_host host -DMORI_BACKEND_HOST=1 -fPIC
+
+# ---- publish, only once everything passed --------------------------------------------------------
+for arch in "${archs[@]}"; do
+  mv "$work/libmori_shmem_device_$arch.bc" "$outdir/lib/"
+done
+cp "$outdir/lib/libmori_shmem_device_${archs[0]}.bc" "$outdir/lib/libmori_shmem_device.bc"
+mv "$work/libmori_shmem_device_host.bc" "$work/mori_shmem_device_abi.json" "$outdir/lib/"
+echo "build_shmem_bitcode: $(wc -l <"$work/names") functions, in $outdir/lib"
