@@ -34,10 +34,10 @@ MORI_DEVICE void atomic_size_nonfetch(void* dest, const void* val, size_t bytes,
     atomic_nonfetch(static_cast<uint64_t*>(dest), *static_cast<const uint64_t*>(val), op, pe, qp);
   } else {
     // Unlike the checks, this one stays in release builds: there is no operation to fall back on.
-    Message m;
-    m << "atomic_size_nonfetch: " << static_cast<uint64_t>(bytes)
-      << " bytes is not an atomic width: use 4 or 8 (PE " << pe << ")";
-    fail({DeviceErrorCode::kBadArgument, pe, reinterpret_cast<uint64_t>(dest)}, m);
+    fail({DeviceErrorCode::kBadArgument, pe, reinterpret_cast<uint64_t>(dest)}, [&](Message& m) {
+      m << "atomic_size_nonfetch: " << static_cast<uint64_t>(bytes)
+        << " bytes is not an atomic width: use 4 or 8 (PE " << pe << ")";
+    });
   }
 }
 

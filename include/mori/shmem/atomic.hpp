@@ -55,10 +55,10 @@ MORI_DEVICE void check_amo_code(const char* call, atomicType op, bool accepted,
                                 const char* expected, int pe, const void* addr) {
   if constexpr (MORI_DEVICE_CHECKS) {
     if (!accepted) {
-      Message m;
-      m << call << ": atomic code " << static_cast<int>(op) << " (" << amo_name(op) << ") is not "
-        << expected << " (PE " << pe << ")";
-      fail({DeviceErrorCode::kBadArgument, pe, reinterpret_cast<uint64_t>(addr)}, m);
+      fail({DeviceErrorCode::kBadArgument, pe, reinterpret_cast<uint64_t>(addr)}, [&](Message& m) {
+        m << call << ": atomic code " << static_cast<int>(op) << " (" << amo_name(op) << ") is not "
+          << expected << " (PE " << pe << ")";
+      });
     }
   }
 }
@@ -69,10 +69,10 @@ MORI_DEVICE void check_aligned(const char* call, const void* addr, uint64_t alig
   if constexpr (MORI_DEVICE_CHECKS) {
     const uint64_t a = reinterpret_cast<uint64_t>(addr);
     if (a % align) {
-      Message m;
-      m << call << ": address " << hex(a) << " is not aligned to " << align << " bytes (PE " << pe
-        << ")";
-      fail({DeviceErrorCode::kBadAddress, pe, a}, m);
+      fail({DeviceErrorCode::kBadAddress, pe, a}, [&](Message& m) {
+        m << call << ": address " << hex(a) << " is not aligned to " << align << " bytes (PE " << pe
+          << ")";
+      });
     }
   }
 }

@@ -86,10 +86,12 @@ MORI_DEVICE void barrier_all_leader() {
   spin_until([&] { return count() >= target; },
              [&] {
                const uint64_t seen = count(), before = target - pes;
-               Message m = timeout_message(kCall);
-               m << (seen > before ? seen - before : 0) << " of " << n << " PEs arrived (epoch "
-                 << epoch << ", PE " << me << ")";
-               fail({DeviceErrorCode::kTimeout, me, reinterpret_cast<uint64_t>(arrivals), seen}, m);
+               fail({DeviceErrorCode::kTimeout, me, reinterpret_cast<uint64_t>(arrivals), seen},
+                    [&](Message& m) {
+                      timeout_prefix(m, kCall);
+                      m << (seen > before ? seen - before : 0) << " of " << n
+                        << " PEs arrived (epoch " << epoch << ", PE " << me << ")";
+                    });
              });
 }
 

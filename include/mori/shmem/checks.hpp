@@ -15,9 +15,9 @@ namespace mori::shmem::detail {
 MORI_DEVICE void check_pe(const char* call, int pe) {
   if constexpr (MORI_DEVICE_CHECKS) {
     if (pe < 0 || pe >= detail::pe_count()) {
-      Message m;
-      m << call << ": PE " << pe << " is out of range [0, " << detail::pe_count() << ")";
-      fail({DeviceErrorCode::kBadPe, pe}, m);
+      fail({DeviceErrorCode::kBadPe, pe}, [&](Message& m) {
+        m << call << ": PE " << pe << " is out of range [0, " << detail::pe_count() << ")";
+      });
     }
   }
 }
@@ -30,11 +30,11 @@ MORI_DEVICE uint64_t byte_count(const char* call, const void* addr, size_t nelem
   if constexpr (MORI_DEVICE_CHECKS) {
     const uint64_t a = reinterpret_cast<uint64_t>(addr);
     if ((elem_bytes && bytes / elem_bytes != nelems) || a + bytes < a) {
-      Message m;
-      m << call << ": " << static_cast<uint64_t>(nelems) << " elements of "
-        << static_cast<uint64_t>(elem_bytes) << " bytes at " << hex(a)
-        << " overflow the address space (PE " << pe << ")";
-      fail({DeviceErrorCode::kBadSize, pe, a}, m);
+      fail({DeviceErrorCode::kBadSize, pe, a}, [&](Message& m) {
+        m << call << ": " << static_cast<uint64_t>(nelems) << " elements of "
+          << static_cast<uint64_t>(elem_bytes) << " bytes at " << hex(a)
+          << " overflow the address space (PE " << pe << ")";
+      });
     }
   }
   return bytes;
@@ -49,11 +49,11 @@ MORI_DEVICE RemoteTarget resolve(const char* call, const void* addr, uint64_t by
   if (!locate(a, bytes, &t.ref)) {
     if constexpr (MORI_DEVICE_CHECKS) {
       const GpuStates& s = gpu_states();
-      Message m;
-      m << call << ": address " << hex(a) << " (" << bytes << " bytes) for PE " << pe
-        << " is neither in the symmetric heap [" << hex(s.heap_base) << ", +" << s.heap_size
-        << ") nor in a registered buffer";
-      fail({DeviceErrorCode::kBadAddress, pe, a}, m);
+      fail({DeviceErrorCode::kBadAddress, pe, a}, [&](Message& m) {
+        m << call << ": address " << hex(a) << " (" << bytes << " bytes) for PE " << pe
+          << " is neither in the symmetric heap [" << hex(s.heap_base) << ", +" << s.heap_size
+          << ") nor in a registered buffer";
+      });
     }
     t.ref = {-1, a - gpu_states().heap_base};  // unchecked builds trust the caller
   }

@@ -32,21 +32,43 @@ struct FailureInfo {
   uint64_t observed = 0;
 };
 
-// Records the failure (the first one wins) and traps with the message. Never returns.
-[[noreturn]] MORI_DEVICE void fail(const FailureInfo& info, const Message& message) {
+// Whether failures carry a text. Release GPU builds record only the structured fields (code, PE,
+// address, observed value), so that no hot path carries a message buffer or its formatting code;
+// the host prints those.
+inline constexpr bool kDescribeFailures = MORI_DEVICE_CHECKS || platform::kOnHost;
+
+namespace detail {
+// Writes the record unless an earlier failure already did (the first one wins).
+MORI_DEVICE void record_failure(const FailureInfo& info, const char* text, int length) {
   DeviceError* record = gpu_states().error;
   using platform::MemOrder;
   using platform::MemScope;
-  if (record && platform::atomic_compare_swap<MemOrder::Relaxed, MemScope::System>(
-                    &record->code, 0u, static_cast<uint32_t>(info.code)) == 0) {
-    record->pe = info.pe;
-    record->address = info.address;
-    record->observed = info.observed;
-    for (int i = 0; i < message.length + 1; ++i) record->message[i] = message.data[i];
-    // The host reads the record after the kernel has died: publish it before trapping.
-    platform::system_fence();
+  if (!record || platform::atomic_compare_swap<MemOrder::Relaxed, MemScope::System>(
+                     &record->code, 0u, static_cast<uint32_t>(info.code)) != 0)
+    return;
+  record->pe = info.pe;
+  record->address = info.address;
+  record->observed = info.observed;
+  for (int i = 0; i < length; ++i) record->message[i] = text[i];
+  record->message[length] = '\0';
+  // The host reads the record after the kernel has died: publish it before trapping.
+  platform::system_fence();
+}
+}  // namespace detail
+
+// Records the failure and traps. `describe(Message&)` writes the one-line reason; it runs only
+// where failures are described (kDescribeFailures). Never returns.
+template <typename Describe>
+[[noreturn]] MORI_DEVICE void fail(const FailureInfo& info, Describe&& describe) {
+  if constexpr (kDescribeFailures) {
+    Message message;
+    describe(message);
+    detail::record_failure(info, message.data, message.length);
+    platform::trap(message.data);
+  } else {
+    detail::record_failure(info, "", 0);
+    platform::trap("");
   }
-  platform::trap(message.data);
 }
 
 }  // namespace mori::shmem

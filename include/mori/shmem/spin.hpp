@@ -23,10 +23,8 @@ MORI_DEVICE void spin_until(Done&& done, OnTimeout&& on_timeout) {
 }
 
 // The start of a timeout message: "<call> timed out after <ms> ms: ".
-MORI_DEVICE Message timeout_message(const char* call) {
-  Message m;
+MORI_DEVICE void timeout_prefix(Message& m, const char* call) {
   m << call << " timed out after " << gpu_states().timeout_ns / 1000000 << " ms: ";
-  return m;
 }
 
 }  // namespace mori::shmem::detail

@@ -24,11 +24,11 @@ MORI_DEVICE T* element_range(const char* call, SymmObj<T> obj, size_t offset, si
                              int pe) {
   if constexpr (MORI_DEVICE_CHECKS) {
     if (offset > obj.count || nelems > obj.count - offset) {
-      Message m;
-      m << call << ": elements [" << offset << ", +" << nelems
-        << ") are outside the symmetric object " << hex(obj.ptr) << " of " << obj.count
-        << " elements (PE " << pe << ")";
-      fail({DeviceErrorCode::kBadSize, pe, reinterpret_cast<uint64_t>(obj.ptr)}, m);
+      fail({DeviceErrorCode::kBadSize, pe, reinterpret_cast<uint64_t>(obj.ptr)}, [&](Message& m) {
+        m << call << ": elements [" << offset << ", +" << nelems
+          << ") are outside the symmetric object " << hex(obj.ptr) << " of " << obj.count
+          << " elements (PE " << pe << ")";
+      });
     }
   }
   return obj.ptr + offset;

@@ -118,14 +118,15 @@ struct WaitSet {
   [[noreturn]] MORI_DEVICE void timed_out(size_t i) const {
     T seen;
     ready(i, &seen);
-    Message m = timeout_message(call);
-    m << "*" << hex(ivars + i);
-    if (array) m << " (entry " << i << " of " << n << ")";
-    m << " is " << as_number(seen) << ", waiting for " << cmp_text(cmp) << " " << as_number(value)
-      << " (PE " << detail::this_pe() << ")";
     fail({DeviceErrorCode::kTimeout, detail::this_pe(), reinterpret_cast<uint64_t>(ivars + i),
           static_cast<uint64_t>(seen)},
-         m);
+         [&](Message& m) {
+           timeout_prefix(m, call);
+           m << "*" << hex(ivars + i);
+           if (array) m << " (entry " << i << " of " << n << ")";
+           m << " is " << as_number(seen) << ", waiting for " << cmp_text(cmp) << " "
+             << as_number(value) << " (PE " << detail::this_pe() << ")";
+         });
   }
 };
 
@@ -141,10 +142,10 @@ MORI_DEVICE WaitSet<T> wait_set(const char* call, T* ivars, size_t n, const int*
   if constexpr (MORI_DEVICE_CHECKS) {
     const int me = detail::this_pe();
     if (!is_cmp(cmp)) {
-      Message m;
-      m << call << ": " << static_cast<int>(cmp) << " is not a comparison: use CMP_EQ..CMP_GE (PE "
-        << me << ")";
-      fail({DeviceErrorCode::kBadArgument, me, reinterpret_cast<uint64_t>(ivars)}, m);
+      fail({DeviceErrorCode::kBadArgument, me, reinterpret_cast<uint64_t>(ivars)}, [&](Message& m) {
+        m << call << ": " << static_cast<int>(cmp)
+          << " is not a comparison: use CMP_EQ..CMP_GE (PE " << me << ")";
+      });
     }
     if (n) {
       check_aligned(call, ivars, sizeof(T), me);

@@ -28,10 +28,10 @@ struct P2p {
   MORI_DEVICE static char* address(const char* call, const RemoteTarget& t) {
     const uint64_t a = shmem::p2p_address(t);
     if (!a) {
-      shmem::Message m;
-      m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
-        << " is not mapped into this PE (P2P reaches only the symmetric heap here)";
-      shmem::fail({shmem::DeviceErrorCode::kNotReachable, t.pe}, m);
+      shmem::fail({shmem::DeviceErrorCode::kNotReachable, t.pe}, [&](shmem::Message& m) {
+        m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
+          << " is not mapped into this PE (P2P reaches only the symmetric heap here)";
+      });
     }
     return reinterpret_cast<char*>(a);
   }
@@ -103,11 +103,11 @@ struct P2p {
       case shmem::AMO_COMPARE_SWAP:
         return platform::atomic_compare_swap<kO, kS>(p, compare, value);
       default: {
-        shmem::Message m;
-        m << call << ": " << static_cast<int>(op) << " is not an atomic operation code (PE "
-          << dst.pe << ")";
         shmem::fail({shmem::DeviceErrorCode::kBadArgument, dst.pe, reinterpret_cast<uint64_t>(p)},
-                    m);
+                    [&](shmem::Message& m) {
+                      m << call << ": " << static_cast<int>(op)
+                        << " is not an atomic operation code (PE " << dst.pe << ")";
+                    });
       }
     }
   }

@@ -15,9 +15,9 @@ struct RdmaStub {
   static constexpr const char* kName = "rdma";
 
   [[noreturn]] MORI_DEVICE static void not_built(const char* call, int pe) {
-    shmem::Message m;
-    m << call << ": RDMA transport not built yet (PE " << pe << " is reached over RDMA)";
-    shmem::fail({shmem::DeviceErrorCode::kNotBuilt, pe}, m);
+    shmem::fail({shmem::DeviceErrorCode::kNotBuilt, pe}, [&](shmem::Message& m) {
+      m << call << ": RDMA transport not built yet (PE " << pe << " is reached over RDMA)";
+    });
   }
   template <Scope S>
   MORI_DEVICE static void put(const char* call, const RemoteTarget& dst, const void*, uint64_t) {
