@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, and run the demo kernel and the copy bandwidth table on the host
+# The main job: install what is missing, build, then run the 2-PE example and the benchmark tables on the host
 # backend.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MORI_BUILD_DIR:-$root/build}
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh"
-"$build/examples/hello_copy"
+mpirun=(mpirun --oversubscribe --mca btl self,vader --bind-to none)
+[ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
+echo "== 2-PE example: put_signal_nbi<Warp> around a ring =="
+"${mpirun[@]}" -np 2 "$build/examples/ring_put"
+echo "== copy<Scope> bandwidth against memcpy =="
 "$build/bench/copy_bw"
+echo "== runtime: init/finalize and malloc/free, 2 PEs =="
+"${mpirun[@]}" -np 2 "$build/bench/runtime_bench" --reps 3 --pairs 1000
