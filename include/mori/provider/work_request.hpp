@@ -46,9 +46,9 @@ struct WorkRequest {
   uint32_t lkey;
   uint64_t local_addr;  // write: source; read: destination; atomics: where the old value lands
   uint32_t bytes;       // write, read and inline write
-  uint32_t reserved;
-  uint64_t operand;         // fetch-add: the addend; compare-swap: the swap value
-  uint64_t compare;         // compare-swap: the expected value
+  uint32_t sq_wqes;  // the SQ depth (ep.sq_wqes): Ionic's WQE carries the pass parity of its index
+  uint64_t operand;  // fetch-add: the addend; compare-swap: the swap value
+  uint64_t compare;  // compare-swap: the expected value
   const void* inline_data;  // kWriteInline: `bytes` bytes copied into the WQE
 };
 
