@@ -1,0 +1,498 @@
+// The MLX5 provider's bytes against rdma-core's own structs and helpers (mlx5dv.h, header-only
+// here), its doorbell, and the software NIC's mlx5 codec: round trips, completions, garbage.
+#include <doctest/doctest.h>
+#include <infiniband/mlx5dv.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/host/softnic/codec.hpp"
+#include "mori/provider/mlx5.hpp"
+
+namespace mp = mori::provider;
+using mori::softnic::CompletionStatus;
+using mp::Mlx5;
+using mp::Opcode;
+using mp::WorkRequest;
+
+// No layout is asserted against mlx5dv.h here: every test below compares whole WQEs and CQEs,
+// byte for byte, with rdma-core's structs and helpers.
+
+namespace {
+
+constexpr uint32_t kQpn = 0x12345;
+constexpr uint8_t kInline[28] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa};
+
+WorkRequest request(Opcode op, uint64_t index, uint8_t width = 0) {
+  WorkRequest wr{};
+  wr.opcode = op;
+  wr.signaled = 1;
+  wr.width = width;
+  wr.qpn = kQpn;
+  wr.index = index;
+  wr.remote_addr = 0x7f00'1234'5678'9ab0;
+  wr.rkey = 0xa1b2c3d4;
+  if (op != Opcode::kWriteInline) {
+    wr.lkey = 0x0badf00d;
+    wr.local_addr = 0x5500'0000'1000;
+  }
+  if (op == Opcode::kWrite || op == Opcode::kRead) wr.bytes = 4096;
+  if (op == Opcode::kWriteInline) wr.bytes = 28, wr.inline_data = kInline;
+  if (op == Opcode::kFetchAdd || op == Opcode::kCompareSwap)
+    wr.operand = width == 4 ? 0x89abcdef : 0x0123'4567'89ab'cdef;
+  if (op == Opcode::kCompareSwap) wr.compare = width == 4 ? 0x13572468 : 0xfedc'ba98'7654'3210;
+  return wr;
+}
+
+struct Wqebb {
+  alignas(64) uint8_t b[64] = {};
+};
+
+// The provider's bytes for `wr`, through the entry points the engine calls.
+Wqebb post(const WorkRequest& wr) {
+  Wqebb w;
+  std::memset(w.b, 0xee, sizeof(w.b));  // every byte must be written
+  if (wr.opcode == Opcode::kWrite) Mlx5::post_read_write<false>(w.b, wr);
+  if (wr.opcode == Opcode::kRead) Mlx5::post_read_write<true>(w.b, wr);
+  if (wr.opcode == Opcode::kWriteInline) Mlx5::post_inline_write(w.b, wr);
+  if (wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap)
+    Mlx5::post_atomic(w.b, wr);
+  return w;
+}
+
+// ---- the oracle: rdma-core's structs and helpers, filled as qp.c fills them ----
+uint8_t oracle_fm_ce_se(const WorkRequest& wr) {
+  return (wr.fence ? MLX5_WQE_CTRL_FENCE : 0) | (wr.signaled ? MLX5_WQE_CTRL_CQ_UPDATE : 0);
+}
+void oracle_ctrl_raddr(Wqebb& w, const WorkRequest& wr, uint8_t opcode, uint8_t opmod, uint8_t ds) {
+  auto* ctrl = reinterpret_cast<::mlx5_wqe_ctrl_seg*>(w.b);
+  mlx5dv_set_ctrl_seg(ctrl, static_cast<uint16_t>(wr.index), opcode, opmod, wr.qpn,
+                      oracle_fm_ce_se(wr), ds, 0, 0);
+  auto* raddr = reinterpret_cast<::mlx5_wqe_raddr_seg*>(w.b + 16);
+  raddr->raddr = htobe64(wr.remote_addr);  // set_raddr_seg
+  raddr->rkey = htobe32(wr.rkey);
+  raddr->reserved = 0;
+}
+Wqebb oracle_rdma(const WorkRequest& wr, uint8_t opcode) {
+  Wqebb w;
+  oracle_ctrl_raddr(w, wr, opcode, 0, wr.bytes ? 3 : 2);
+  if (wr.bytes)
+    mlx5dv_set_data_seg(reinterpret_cast<::mlx5_wqe_data_seg*>(w.b + 32), wr.bytes, wr.lkey,
+                        wr.local_addr);
+  return w;
+}
+Wqebb oracle_inline(const WorkRequest& wr) {
+  Wqebb w;
+  oracle_ctrl_raddr(w, wr, MLX5_OPCODE_RDMA_WRITE, 0, 2 + (4 + wr.bytes + 15) / 16);
+  auto* inl = reinterpret_cast<::mlx5_wqe_inl_data_seg*>(w.b + 32);
+  inl->byte_count = htobe32(wr.bytes | MLX5_INLINE_SEG);  // set_data_inl_seg
+  std::memcpy(w.b + 36, wr.inline_data, wr.bytes);
+  return w;
+}
+Wqebb oracle_atomic64(const WorkRequest& wr, uint8_t opcode) {
+  Wqebb w;
+  oracle_ctrl_raddr(w, wr, opcode, 0, 4);
+  auto* a = reinterpret_cast<::mlx5_wqe_atomic_seg*>(w.b + 32);
+  a->swap_add = htobe64(wr.operand);  // _set_atomic_seg
+  a->compare = htobe64(opcode == MLX5_OPCODE_ATOMIC_CS ? wr.compare : 0);
+  mlx5dv_set_data_seg(reinterpret_cast<::mlx5_wqe_data_seg*>(w.b + 48), 8, wr.lkey, wr.local_addr);
+  return w;
+}
+// The extended 32-bit atomic segment as UCX lays it out (uct_ib_mlx5_atomic_masked_*32_seg):
+// opmod 8 | (log2(4) - 2), operands big-endian, all-ones masks, field boundary 0.
+Wqebb oracle_atomic32(const WorkRequest& wr, uint8_t opcode) {
+  Wqebb w;
+  oracle_ctrl_raddr(w, wr, opcode, 0x08, 4);
+  const bool cas = opcode == MLX5_OPCODE_ATOMIC_MASKED_CS;
+  const uint32_t seg[4] = {htobe32(static_cast<uint32_t>(wr.operand)),
+                           cas ? htobe32(static_cast<uint32_t>(wr.compare)) : 0,
+                           cas ? 0xffffffffu : 0, cas ? 0xffffffffu : 0};
+  std::memcpy(w.b + 32, seg, sizeof(seg));
+  mlx5dv_set_data_seg(reinterpret_cast<::mlx5_wqe_data_seg*>(w.b + 48), 4, wr.lkey, wr.local_addr);
+  return w;
+}
+
+std::string hex(const uint8_t* p, size_t n) {
+  std::string s;
+  char buf[4];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof(buf), "%02x%s", p[i], (i % 16 == 15) ? "|" : "");
+    s += buf;
+  }
+  return s;
+}
+#define CHECK_BYTES(x, y) CHECK(hex((x).b, 64) == hex((y).b, 64))
+
+std::string describe(const WorkRequest& wr) {
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "op=%u sig=%u fence=%u width=%u qpn=%x index=%llx raddr=%llx rkey=%x lkey=%x "
+                "laddr=%llx bytes=%u operand=%llx compare=%llx inline=",
+                unsigned(wr.opcode), wr.signaled, wr.fence, wr.width, wr.qpn,
+                (unsigned long long)wr.index, (unsigned long long)wr.remote_addr, wr.rkey, wr.lkey,
+                (unsigned long long)wr.local_addr, wr.bytes, (unsigned long long)wr.operand,
+                (unsigned long long)wr.compare);
+  std::string s = buf;
+  if (wr.opcode == Opcode::kWriteInline)
+    s += hex(static_cast<const uint8_t*>(wr.inline_data), wr.bytes);
+  return s;
+}
+
+// A QP as the runtime hands it to the engine: one SQ slot, a collapsed CQ initialised invalid.
+struct Qp {
+  alignas(64) uint8_t sq[64] = {};
+  alignas(64) uint8_t cq[64] = {};
+  uint32_t dbr[2] = {};
+  uint64_t db = 0;
+  uint64_t produced = 0;
+  mori::transport::RdmaEndpoint ep{};
+  Qp() {
+    cq[63] = MLX5_CQE_INVALID << 4;  // mlx5_alloc_cq_buf
+    ep.sq = sq, ep.cq = cq, ep.dbr = dbr, ep.db = &db;
+    ep.sq_wqes = 1, ep.cq_entries = 1, ep.qpn = kQpn;
+  }
+};
+
+const mori::softnic::Codec& codec() { return mori::softnic::mlx5_codec(); }
+
+}  // namespace
+
+// Non-empty, then empty: ds 2, no data segment (an empty transfer as UCX posts it).
+void check_rdma(Opcode op, uint8_t opcode) {
+  for (uint64_t index : {0ull, 7ull, 0x1234ull}) {
+    WorkRequest wr = request(op, index);
+    CHECK_BYTES(post(wr), oracle_rdma(wr, opcode));
+    wr.bytes = 0;
+    CHECK_BYTES(post(wr), oracle_rdma(wr, opcode));
+  }
+}
+
+TEST_CASE("mlx5 WQE bytes: RDMA write") { check_rdma(Opcode::kWrite, MLX5_OPCODE_RDMA_WRITE); }
+
+TEST_CASE("mlx5 WQE bytes: RDMA read") { check_rdma(Opcode::kRead, MLX5_OPCODE_RDMA_READ); }
+
+TEST_CASE("mlx5 WQE bytes: inline write of 0 to 28 bytes") {
+  CHECK(Mlx5::kMaxInlineBytes == 28);
+  for (uint32_t n = 0; n <= Mlx5::kMaxInlineBytes; ++n) {
+    WorkRequest wr = request(Opcode::kWriteInline, 3);
+    wr.bytes = n;
+    CAPTURE(n);
+    CHECK_BYTES(post(wr), oracle_inline(wr));
+  }
+}
+
+TEST_CASE("mlx5 WQE bytes: fetch-add, 64-bit and 32-bit") {
+  const WorkRequest fa64 = request(Opcode::kFetchAdd, 9, 8),
+                    fa32 = request(Opcode::kFetchAdd, 9, 4);
+  CHECK_BYTES(post(fa64), oracle_atomic64(fa64, MLX5_OPCODE_ATOMIC_FA));
+  CHECK_BYTES(post(fa32), oracle_atomic32(fa32, MLX5_OPCODE_ATOMIC_MASKED_FA));
+}
+
+TEST_CASE("mlx5 WQE bytes: compare-swap, 64-bit and 32-bit") {
+  const WorkRequest cs64 = request(Opcode::kCompareSwap, 10, 8);
+  const WorkRequest cs32 = request(Opcode::kCompareSwap, 10, 4);
+  CHECK_BYTES(post(cs64), oracle_atomic64(cs64, MLX5_OPCODE_ATOMIC_CS));
+  CHECK_BYTES(post(cs32), oracle_atomic32(cs32, MLX5_OPCODE_ATOMIC_MASKED_CS));
+}
+
+TEST_CASE("mlx5 WQE bytes: the fence flag is rdma-core's IBV_SEND_FENCE mode") {
+  for (Opcode op : {Opcode::kWrite, Opcode::kRead, Opcode::kWriteInline, Opcode::kFetchAdd}) {
+    WorkRequest wr = request(op, 5, op == Opcode::kFetchAdd ? 8 : 0);
+    wr.fence = 1;
+    const Wqebb w = post(wr);
+    CHECK(w.b[11] == (MLX5_WQE_CTRL_FENCE | MLX5_WQE_CTRL_CQ_UPDATE));
+  }
+  WorkRequest wr = request(Opcode::kWrite, 5);
+  wr.fence = 1;
+  CHECK_BYTES(post(wr), oracle_rdma(wr, MLX5_OPCODE_RDMA_WRITE));
+}
+
+TEST_CASE("mlx5 WQE bytes: signaled and unsignaled") {
+  WorkRequest wr = request(Opcode::kRead, 6);
+  CHECK(post(wr).b[11] == MLX5_WQE_CTRL_CQ_UPDATE);
+  wr.signaled = 0;
+  CHECK(post(wr).b[11] == 0);
+  CHECK_BYTES(post(wr), oracle_rdma(wr, MLX5_OPCODE_RDMA_READ));
+}
+
+TEST_CASE("mlx5 WQE bytes: the WQE index wraps at 0xffff") {
+  for (uint64_t index : {0xfffeull, 0xffffull, 0x10000ull, 0x10001ull, 0x3'0000'ffffull}) {
+    const WorkRequest wr = request(Opcode::kFetchAdd, index, 4);
+    const Wqebb w = post(wr);
+    CHECK_BYTES(w, oracle_atomic32(wr, MLX5_OPCODE_ATOMIC_MASKED_FA));
+    const uint16_t pi = static_cast<uint16_t>(w.b[1] << 8 | w.b[2]);  // opmod_idx_opcode, BE
+    CHECK(pi == (index & 0xffff));
+  }
+}
+
+TEST_CASE("mlx5 doorbell: record = next index & 0xffff (BE), register = the WQE's first 8 bytes") {
+  Qp qp;
+  const WorkRequest wr = request(Opcode::kWrite, 0x1ffff);
+  Mlx5::post_read_write<false>(qp.sq, wr);
+  Mlx5::ring_doorbell(qp.ep, wr.index + 1, qp.sq);
+  CHECK(qp.dbr[MLX5_SND_DBR] == htobe32(0x0000));  // 0x20000 & 0xffff
+  CHECK(qp.dbr[0] == 0);                           // the receive counter is untouched
+  CHECK(std::memcmp(&qp.db, qp.sq, 8) == 0);       // mmio_write64_be(bf, *(__be64*)ctrl)
+  Mlx5::ring_doorbell(qp.ep, 0x1234, qp.sq);
+  CHECK(qp.dbr[MLX5_SND_DBR] == htobe32(0x1234));
+  uint64_t last = 0x1000;
+  CHECK(codec().announced(qp.ep, last) == 0x1234);
+  last = 0x1'fff0;
+  CHECK(codec().announced(qp.ep, last) == 0x2'1234);  // the 16-bit counter wrapped once
+}
+
+TEST_CASE("mlx5 codec: decode(post(wr)) == wr for every operation") {
+  std::vector<WorkRequest> all;
+  for (Opcode op : {Opcode::kWrite, Opcode::kRead, Opcode::kWriteInline})
+    for (uint8_t flags = 0; flags < 4; ++flags) {
+      WorkRequest wr = request(op, 0x2'fffe + flags);
+      wr.signaled = flags & 1, wr.fence = flags >> 1;
+      all.push_back(wr);
+      wr.bytes = op == Opcode::kWriteInline ? 5 : 0;
+      if (op != Opcode::kWriteInline) wr.lkey = 0, wr.local_addr = 0;  // no data segment: ds 2
+      all.push_back(wr);
+    }
+  for (Opcode op : {Opcode::kFetchAdd, Opcode::kCompareSwap})
+    for (uint8_t width : {4, 8}) all.push_back(request(op, 77, width));
+  for (const WorkRequest& wr : all) {
+    const Wqebb w = post(wr);
+    WorkRequest back;
+    std::string why;
+    CAPTURE(describe(wr));
+    REQUIRE(codec().decode(w.b, wr.index, &back, &why));
+    CHECK(describe(back) == describe(wr));
+  }
+}
+
+TEST_CASE("mlx5 codec: complete() then poll_cq(), success and the 16-bit wqe_counter wrap") {
+  Qp qp;
+  mp::CqPoll p = Mlx5::poll_cq(qp.ep);  // a fresh CQ holds nothing
+  CHECK(p.advanced == 0);
+  CHECK(p.error == 0);
+  CHECK(p.completed_through == 0);
+  struct Step {
+    uint64_t completed, index;
+  };
+  for (Step s : {Step{0, 0}, Step{0, 5}, Step{6, 0xffff}, Step{0xfff0, 0x10003},
+                 Step{0x1'fff0, 0x2'0005}, Step{0x7'ffff'0000, 0x7'ffff'fffe}}) {
+    CAPTURE(s.index);
+    qp.ep.completed = s.completed;
+    codec().complete(qp.ep, &qp.produced, s.index, request(Opcode::kWrite, s.index),
+                     CompletionStatus::kSuccess);
+    p = Mlx5::poll_cq(qp.ep);
+    CHECK(p.advanced == 1);
+    CHECK(p.error == 0);
+    CHECK(p.status == 0);
+    CHECK(std::string(p.status_text) == "success");
+    CHECK(p.completed_through == s.index + 1);
+    qp.ep.completed = p.completed_through;  // the same CQE again is no progress
+    p = Mlx5::poll_cq(qp.ep);
+    CHECK(p.advanced == 0);
+    CHECK(p.completed_through == s.index + 1);
+  }
+}
+
+TEST_CASE("mlx5 codec: complete() then poll_cq() for each error status") {
+  struct Case {
+    CompletionStatus status;
+    uint8_t syndrome;
+    const char* text;
+  };
+  for (Case c :
+       {Case{CompletionStatus::kLocalProtection, 0x04, "local protection error"},
+        Case{CompletionStatus::kRemoteAccess, 0x13, "remote access error"},
+        Case{CompletionStatus::kRemoteInvalidRequest, 0x12, "remote invalid request error"},
+        Case{CompletionStatus::kLocalLength, 0x01, "local length error"},
+        Case{CompletionStatus::kGeneral, 0x14, "remote operation error"}}) {
+    Qp qp;
+    qp.ep.completed = 0xfffe;
+    codec().complete(qp.ep, &qp.produced, 0x1'0002, request(Opcode::kRead, 0x1'0002), c.status);
+    const mp::CqPoll p = Mlx5::poll_cq(qp.ep);
+    CHECK(p.error == 1);
+    CHECK(p.advanced == 1);
+    CHECK(p.status == c.syndrome);
+    CHECK(std::string(p.status_text) == c.text);
+    CHECK(p.completed_through == 0x1'0003);  // the failed WQE and all before it are done
+    CHECK(Mlx5::poll_cq(qp.ep).error == 1);  // the QP stays in error
+  }
+}
+
+TEST_CASE("mlx5 syndrome names: every rdma-core syndrome, vendor syndrome in status bits 15:8") {
+  struct Name {
+    uint8_t syndrome;
+    const char* text;
+  };
+  for (Name n :
+       {Name{0x01, "local length error"}, Name{0x02, "local QP operation error"},
+        Name{0x04, "local protection error"}, Name{0x05, "work request flushed"},
+        Name{0x06, "memory window bind error"}, Name{0x10, "bad response error"},
+        Name{0x11, "local access error"}, Name{0x12, "remote invalid request error"},
+        Name{0x13, "remote access error"}, Name{0x14, "remote operation error"},
+        Name{0x15, "transport retry counter exceeded"}, Name{0x16, "RNR retry counter exceeded"},
+        Name{0x22, "aborted error"}, Name{0x7f, "general error"}}) {
+    Qp qp;
+    auto* e = reinterpret_cast<::mlx5_err_cqe*>(qp.cq);  // as the hardware writes it
+    e->syndrome = n.syndrome;
+    e->vendor_err_synd = 0x88;
+    e->wqe_counter = htobe16(3);
+    e->op_own = MLX5_CQE_REQ_ERR << 4;
+    const mp::CqPoll p = Mlx5::poll_cq(qp.ep);
+    CHECK(std::string(p.status_text) == n.text);
+    CHECK(p.status == (0x8800u | n.syndrome));
+    CHECK(p.completed_through == 4);
+  }
+  Qp qp;
+  qp.cq[63] = MLX5_CQE_RESP_SEND << 4;  // never on a send CQ
+  const mp::CqPoll p = Mlx5::poll_cq(qp.ep);
+  CHECK(p.error == 1);
+  CHECK(p.status == (Mlx5::kStatusUnexpectedCqe | MLX5_CQE_RESP_SEND));
+  CHECK(std::string(p.status_text) == "unexpected CQE opcode");
+}
+
+TEST_CASE("mlx5 codec: CQE bytes as mlx5dv.h lays them out, owner bit as get_sw_cqe expects") {
+  Qp qp;
+  for (uint64_t n = 0; n < 4; ++n) {
+    const WorkRequest wr = request(Opcode::kFetchAdd, 0x1'0000 + n, 4);
+    const bool fail = n == 3;
+    codec().complete(qp.ep, &qp.produced, wr.index, wr,
+                     fail ? CompletionStatus::kRemoteAccess : CompletionStatus::kSuccess);
+    alignas(64) uint8_t expect[64] = {};
+    if (!fail) {
+      auto* cqe = reinterpret_cast<::mlx5_cqe64*>(expect);
+      cqe->byte_cnt = htobe32(4);
+      cqe->sop_drop_qpn = htobe32(uint32_t{MLX5_OPCODE_ATOMIC_MASKED_FA} << 24 | kQpn);
+      cqe->wqe_counter = htobe16(static_cast<uint16_t>(wr.index));
+      cqe->op_own = MLX5_CQE_REQ << 4;
+      mlx5dv_set_cqe_owner(cqe, n & 1);
+    } else {
+      auto* cqe = reinterpret_cast<::mlx5_err_cqe*>(expect);
+      cqe->syndrome = MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+      cqe->s_wqe_opcode_qpn = htobe32(uint32_t{MLX5_OPCODE_ATOMIC_MASKED_FA} << 24 | kQpn);
+      cqe->wqe_counter = htobe16(static_cast<uint16_t>(wr.index));
+      cqe->op_own = MLX5_CQE_REQ_ERR << 4 | (n & 1);
+    }
+    CAPTURE(n);
+    CHECK(hex(qp.cq, 64) == hex(expect, 64));
+    // rdma-core's get_sw_cqe for CQE number n of a 1-entry CQ (cq.cqe = nent - 1 = 0)
+    auto* cqe = reinterpret_cast<::mlx5_cqe64*>(qp.cq);
+    CHECK(mlx5dv_get_cqe_opcode(cqe) != MLX5_CQE_INVALID);
+    CHECK(!((cqe->op_own & MLX5_CQE_OWNER_MASK) ^ !!(n & 1)));
+  }
+}
+
+TEST_CASE("mlx5 codec: a poller racing the writer never takes a half-written CQE for a whole one") {
+  Qp qp;
+  constexpr uint64_t kCqes = 60000;  // fewer than 65536: ep.completed stays 0 for the extension
+  const auto status_of = [](uint64_t i) {
+    return i % 3 == 0   ? CompletionStatus::kSuccess
+           : i % 3 == 1 ? CompletionStatus::kRemoteAccess
+                        : CompletionStatus::kLocalLength;
+  };
+  std::thread nic([&] {
+    for (uint64_t i = 0; i < kCqes; ++i)
+      codec().complete(qp.ep, &qp.produced, i, request(Opcode::kWrite, i), status_of(i));
+  });
+  uint64_t seen = 0, mismatches = 0;
+  while (seen < kCqes) {
+    const mp::CqPoll p = Mlx5::poll_cq(qp.ep);
+    if (!p.advanced) continue;
+    REQUIRE(p.completed_through >= seen);  // the collapsed CQ only moves forward
+    seen = p.completed_through;
+    const CompletionStatus s = status_of(seen - 1);
+    const uint32_t want = s == CompletionStatus::kSuccess        ? 0u
+                          : s == CompletionStatus::kRemoteAccess ? 0x13u
+                                                                 : 0x01u;
+    if (p.status != want || p.error != (s != CompletionStatus::kSuccess)) ++mismatches;
+  }
+  nic.join();
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("mlx5 codec: garbage is rejected with its reason") {
+  struct Garbage {
+    WorkRequest wr;
+    int offset;  // byte to overwrite (-1: none)
+    uint8_t value;
+    uint64_t index;
+    const char* why;
+  };
+  const WorkRequest write = request(Opcode::kWrite, 5), read = request(Opcode::kRead, 5);
+  WorkRequest write1 = write;
+  write1.bytes = 1;
+  const WorkRequest inl = request(Opcode::kWriteInline, 5);
+  const WorkRequest fa64 = request(Opcode::kFetchAdd, 5, 8),
+                    fa32 = request(Opcode::kFetchAdd, 5, 4);
+  const WorkRequest cs32 = request(Opcode::kCompareSwap, 5, 4);
+  for (const Garbage& g : {
+           Garbage{write, 3, 0x0a, 5, "mlx5: unknown opcode 0x0a"},
+           Garbage{write, 7, 5, 5, "mlx5: ds 5 larger than one WQEBB (4 units of 16 bytes)"},
+           Garbage{write, 7, 0xff, 5, "mlx5: ds 255 larger than one WQEBB (4 units of 16 bytes)"},
+           Garbage{write, 7, 4, 5, "mlx5: ds 4 inconsistent with opcode RDMA_WRITE (expected 3)"},
+           Garbage{read, 7, 0, 5, "mlx5: ds 0 inconsistent with opcode RDMA_READ (expected 3)"},
+           Garbage{write, -1, 0, 6, "mlx5: wqe index 0x0005 does not match SQ index 0x0006"},
+           Garbage{write, 0, 1, 5, "mlx5: opmod 0x01 invalid for opcode RDMA_WRITE"},
+           Garbage{inl, 35, 29, 5, "mlx5: inline length 29 beyond the entry (at most 28 bytes)"},
+           Garbage{inl, 35, 12, 5, "mlx5: ds 4 inconsistent with opcode RDMA_WRITE (expected 3)"},
+           Garbage{read, 32, 0x80, 5, "mlx5: opcode RDMA_READ cannot carry inline data"},
+           Garbage{write1, 35, 0, 5, "mlx5: data segment of 0 bytes (an empty transfer omits it)"},
+           Garbage{fa64, 7, 3, 5, "mlx5: ds 3 inconsistent with opcode ATOMIC_FA (expected 4)"},
+           Garbage{fa64, 51, 4, 5,
+                   "mlx5: bad atomic operand size: ATOMIC_FA with a data segment of 4 bytes "
+                   "(expected 8)"},
+           Garbage{fa32, 51, 8, 5,
+                   "mlx5: bad atomic operand size: ATOMIC_MASKED_FA with a data segment of 8 "
+                   "bytes (expected 4)"},
+           Garbage{fa32, 0, 0x09, 5,
+                   "mlx5: bad atomic operand size: ATOMIC_MASKED_FA with opmod 0x09 (expected "
+                   "0x08)"},
+           Garbage{fa64, 0, 0x08, 5,
+                   "mlx5: bad atomic operand size: ATOMIC_FA with opmod 0x08 (expected 0x00)"},
+           Garbage{fa32, 39, 1, 5,
+                   "mlx5: masked fetch-add with field_boundary 0x00000001 (mori posts 0)"},
+           Garbage{cs32, 43, 0, 5,
+                   "mlx5: masked compare-swap with partial masks (swap 0xffffff00, compare "
+                   "0xffffffff)"},
+       }) {
+    Wqebb w = post(g.wr);
+    if (g.offset >= 0) w.b[g.offset] = g.value;
+    WorkRequest out;
+    std::string why;
+    const std::string expected = g.why;
+    CAPTURE(expected);
+    CHECK_FALSE(codec().decode(w.b, g.index, &out, &why));
+    CHECK(why == expected);
+  }
+}
+
+TEST_CASE("mlx5 codec: random bytes never crash the parser, and each rejection says why") {
+  std::mt19937_64 rng(0x6d6c7835);
+  const WorkRequest seeds[] = {request(Opcode::kWrite, 1), request(Opcode::kWriteInline, 1),
+                               request(Opcode::kCompareSwap, 1, 4),
+                               request(Opcode::kFetchAdd, 1, 8)};
+  int accepted = 0;
+  for (int i = 0; i < 200000; ++i) {
+    Wqebb w = post(seeds[i % 4]);
+    const int flips = 1 + static_cast<int>(rng() % 4);  // near-valid WQEs reach the deep checks
+    for (int f = 0; f < flips; ++f) w.b[rng() % 64] = static_cast<uint8_t>(rng());
+    if (i % 16 == 0)
+      for (uint8_t& b : w.b) b = static_cast<uint8_t>(rng());
+    WorkRequest out;
+    std::string why;
+    if (codec().decode(w.b, 1, &out, &why)) {
+      ++accepted;
+      if (out.opcode == Opcode::kWriteInline) {
+        REQUIRE(out.bytes <= Mlx5::kMaxInlineBytes);
+        REQUIRE(static_cast<const uint8_t*>(out.inline_data) + out.bytes <= w.b + 64);
+      }
+    } else {
+      REQUIRE(why.rfind("mlx5: ", 0) == 0);
+      REQUIRE(why.size() > 6);
+    }
+  }
+  CHECK(accepted > 0);
+}
