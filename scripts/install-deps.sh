@@ -16,6 +16,8 @@ packages=(
   libopenmpi-dev openmpi-bin
   # tests, options, JSON
   doctest-dev libcli11-dev nlohmann-json3-dev
+  # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
 )
 
 missing=()

@@ -1,8 +1,11 @@
 // init, init_attr, get_unique_id, finalize and the queries.
+#include "runtime/init.hpp"
+
 #include <mpi.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "mori/shmem/host_api.hpp"
@@ -87,38 +90,37 @@ Status build(Runtime& rt) {
   return boot.barrier();
 }
 
-int start(const char* api, unsigned flags, const InitAttr* attr) {
+// The bootstrap that init and init_attr ask for with `flags`.
+Status connect(bool from_init, unsigned flags, const InitAttr* attr, Runtime& rt) {
+  if (flags == MORI_SHMEM_INIT_WITH_MPI_COMM) {
+    if (from_init) MORI_TRY(ensure_mpi(&rt.mpi_initialized_here));
+    return bootstrap::make_mpi_bootstrap(attr ? attr->mpi_comm : nullptr, &rt.boot);
+  }
+  if (flags == MORI_SHMEM_INIT_WITH_UNIQUEID) {
+    if (!attr)
+      return Status::error(
+          "MORI_SHMEM_INIT_WITH_UNIQUEID needs an attr with rank, n_ranks and uid");
+    if (attr->n_ranks < 1 || attr->rank < 0 || attr->rank >= attr->n_ranks) {
+      return Status::error("rank " + std::to_string(attr->rank) +
+                           " is not in [0, n_ranks = " + std::to_string(attr->n_ranks) + ")");
+    }
+    return bootstrap::make_tcp_bootstrap(attr->uid, attr->rank, attr->n_ranks,
+                                         rt.settings.bootstrap_timeout, &rt.boot);
+  }
+  return Status::error("unknown flags " + std::to_string(flags) +
+                       " (MORI_SHMEM_INIT_WITH_MPI_COMM = 0, MORI_SHMEM_INIT_WITH_UNIQUEID = 1)");
+}
+
+// Every way in: `connect` sets rt.boot (and may start MPI), then build() does the rest.
+int start(const char* api, const std::function<Status(Runtime&)>& connect) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   if (runtime::current()) return report(api, "already initialised (call finalize first)");
   auto rt = std::make_unique<Runtime>();
   if (Status s = env::load(&rt->settings); !s.ok()) return report(api, s);
-
-  if (flags == MORI_SHMEM_INIT_WITH_MPI_COMM) {
-    if (std::strcmp(api, "init") == 0) {
-      if (Status s = ensure_mpi(&rt->mpi_initialized_here); !s.ok()) return report(api, s);
-    }
-    if (Status s = bootstrap::make_mpi_bootstrap(attr ? attr->mpi_comm : nullptr, &rt->boot);
-        !s.ok())
-      return report(api, s);
-  } else if (flags == MORI_SHMEM_INIT_WITH_UNIQUEID) {
-    if (!attr)
-      return report(api, "MORI_SHMEM_INIT_WITH_UNIQUEID needs an attr with rank, n_ranks and uid");
-    if (attr->n_ranks < 1 || attr->rank < 0 || attr->rank >= attr->n_ranks) {
-      return report(api, "rank " + std::to_string(attr->rank) +
-                             " is not in [0, n_ranks = " + std::to_string(attr->n_ranks) + ")");
-    }
-    if (Status s = bootstrap::make_tcp_bootstrap(attr->uid, attr->rank, attr->n_ranks,
-                                                 rt->settings.bootstrap_timeout, &rt->boot);
-        !s.ok())
-      return report(api, s);
-  } else {
-    return report(api,
-                  "unknown flags " + std::to_string(flags) +
-                      " (MORI_SHMEM_INIT_WITH_MPI_COMM = 0, MORI_SHMEM_INIT_WITH_UNIQUEID = 1)");
-  }
-
-  if (Status s = build(*rt); !s.ok()) {
+  Status s = connect(*rt);
+  if (s.ok()) s = build(*rt);
+  if (!s.ok()) {
     const bool finalize_mpi = rt->mpi_initialized_here;
     rt.reset();
     if (finalize_mpi) MPI_Finalize();
@@ -131,9 +133,15 @@ int start(const char* api, unsigned flags, const InitAttr* attr) {
 
 }  // namespace
 
-int init() { return start("init", MORI_SHMEM_INIT_WITH_MPI_COMM, nullptr); }
+int init() {
+  return start("init", [](Runtime& rt) {
+    return connect(true, MORI_SHMEM_INIT_WITH_MPI_COMM, nullptr, rt);
+  });
+}
 
-int init_attr(unsigned flags, const InitAttr* attr) { return start("init_attr", flags, attr); }
+int init_attr(unsigned flags, const InitAttr* attr) {
+  return start("init_attr", [&](Runtime& rt) { return connect(false, flags, attr, rt); });
+}
 
 int get_unique_id(UniqueId* uid) {
   runtime::clear_error();
@@ -176,3 +184,19 @@ int num_qp_per_pe() {
 }
 
 }  // namespace mori::shmem
+
+namespace mori::runtime {
+
+int init_with_bootstrap(const char* api, std::unique_ptr<bootstrap::Bootstrap> boot) {
+  return shmem::start(api, [&](Runtime& rt) {
+    if (!boot) return Status::error("no bootstrap given");
+    if (boot->size() < 1 || boot->rank() < 0 || boot->rank() >= boot->size()) {
+      return Status::error("rank " + std::to_string(boot->rank()) +
+                           " is not in [0, size = " + std::to_string(boot->size()) + ")");
+    }
+    rt.boot = std::move(boot);
+    return Status{};
+  });
+}
+
+}  // namespace mori::runtime

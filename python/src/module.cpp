@@ -1,0 +1,156 @@
+// mori._mori_shmem: the host API of mori::shmem (include/mori/shmem/host_api.hpp) under the user
+// guide's Python names. A failing call raises RuntimeError with the runtime's one-line reason
+// (last_error()); collective calls release the GIL while they wait for the other PEs.
+#include <pybind11/pybind11.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "mori/shmem/host_api.hpp"
+#include "mori/version.hpp"
+#include "py_bootstrap.hpp"
+#include "runtime/init.hpp"
+
+namespace py = pybind11;
+namespace shmem = mori::shmem;
+
+namespace {
+
+using Released = py::call_guard<py::gil_scoped_release>;
+
+[[noreturn]] void raise_last_error() { throw std::runtime_error(shmem::last_error()); }
+
+// Status-code calls: 0, or an exception.
+int check(int rc) {
+  if (rc != 0) raise_last_error();
+  return 0;
+}
+
+// Address results. 0 is a failure only when the call gave a reason: malloc of 0 bytes and
+// ptr_p2p to a PE reached over RDMA return 0 and succeed.
+uint64_t address(uint64_t a) {
+  if (a == 0 && *shmem::last_error()) raise_last_error();
+  return a;
+}
+uint64_t address(void* p) { return address(reinterpret_cast<uint64_t>(p)); }
+
+int query(int value) {
+  if (value < 0) raise_last_error();
+  return value;
+}
+
+void* as_pointer(uint64_t address) { return reinterpret_cast<void*>(address); }
+
+int init_attr(unsigned flags, int rank, int world_size, const py::object& unique_id) {
+  if (flags == shmem::MORI_SHMEM_INIT_WITH_MPI_COMM) {
+    // MPI_COMM_WORLD, starting MPI if nobody has: Python has no MPI_Comm to give.
+    py::gil_scoped_release released;
+    return check(shmem::init());
+  }
+  shmem::InitAttr attr;
+  attr.rank = rank;
+  attr.n_ranks = world_size;
+  if (flags == shmem::MORI_SHMEM_INIT_WITH_UNIQUEID) {
+    if (!py::isinstance<py::bytes>(unique_id))
+      throw py::type_error("shmem_init_attr: unique_id must be bytes from shmem_get_unique_id()");
+    const std::string_view id = unique_id.cast<py::bytes>();
+    if (id.size() != sizeof attr.uid.bytes) {
+      throw py::value_error("shmem_init_attr: unique_id has " + std::to_string(id.size()) +
+                            " bytes, not " + std::to_string(sizeof attr.uid.bytes));
+    }
+    std::memcpy(attr.uid.bytes, id.data(), id.size());
+  }
+  py::gil_scoped_release released;
+  return check(shmem::init_attr(flags, &attr));
+}
+
+py::bytes get_unique_id() {
+  shmem::UniqueId uid;
+  if (shmem::get_unique_id(&uid) != 0) raise_last_error();
+  return py::bytes(reinterpret_cast<const char*>(uid.bytes), sizeof uid.bytes);
+}
+
+int init_with_channel(const std::string& api, py::object channel, int rank, int world_size) {
+  auto boot = std::make_unique<mori::python::PyBootstrap>(std::move(channel), rank, world_size);
+  py::gil_scoped_release released;
+  return check(mori::runtime::init_with_bootstrap(api.c_str(), std::move(boot)));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_mori_shmem, m) {
+  m.doc() = "mori::shmem host API (include/mori/shmem/host_api.hpp); errors raise RuntimeError";
+  m.attr("MORI_SHMEM_INIT_WITH_MPI_COMM") = shmem::MORI_SHMEM_INIT_WITH_MPI_COMM;
+  m.attr("MORI_SHMEM_INIT_WITH_UNIQUEID") = shmem::MORI_SHMEM_INIT_WITH_UNIQUEID;
+  m.attr("version") = mori::version();
+  m.attr("backend") = mori::backend();
+
+  m.def("shmem_get_unique_id", &get_unique_id,
+        "128 bytes naming a listener in this process, which must become rank 0.");
+  m.def("shmem_init_attr", &init_attr, py::arg("flags"), py::arg("rank") = -1,
+        py::arg("world_size") = 0, py::arg("unique_id") = py::none(),
+        "Collective. MORI_SHMEM_INIT_WITH_UNIQUEID: rank, world_size and rank 0's unique_id. "
+        "MORI_SHMEM_INIT_WITH_MPI_COMM: MPI_COMM_WORLD (rank and world_size come from MPI).");
+  m.def("_init_with_channel", &init_with_channel, py::arg("api"), py::arg("channel"),
+        py::arg("rank"), py::arg("world_size"),
+        "Collective. Initialises over `channel`'s allgather/broadcast/barrier (bytes).");
+  m.def("shmem_finalize", [] { return check(shmem::finalize()); }, Released(), "Collective.");
+
+  m.def("shmem_mype", [] { return query(shmem::my_pe()); }, "This PE, 0 to npes - 1.");
+  m.def("shmem_npes", [] { return query(shmem::n_pes()); }, "The number of PEs.");
+  m.def(
+      "shmem_num_qp_per_pe", [] { return query(shmem::num_qp_per_pe()); },
+      "RDMA queue pairs per PE (MORI_NUM_QP_PER_PE).");
+
+  m.def(
+      "shmem_malloc", [](size_t size) { return address(shmem::malloc(size)); }, py::arg("size"),
+      Released(), "Collective. The address (int) of `size` symmetric bytes, 256-byte aligned.");
+  m.def(
+      "shmem_malloc_align",
+      [](size_t alignment, size_t size) { return address(shmem::malloc_align(alignment, size)); },
+      py::arg("alignment"), py::arg("size"), Released(),
+      "Collective. As shmem_malloc, aligned to `alignment` (a power of two).");
+  m.def(
+      "shmem_ext_malloc_with_flags",
+      [](size_t size, unsigned flags) {
+        return address(shmem::ext_malloc_with_flags(size, flags));
+      },
+      py::arg("size"), py::arg("flags") = 0, Released(),
+      "Collective. As shmem_malloc; flags must be 0 (others are reserved).");
+  m.def(
+      "shmem_free", [](uint64_t ptr) { check(shmem::free(as_pointer(ptr))); }, py::arg("ptr"),
+      Released(), "Collective. Frees an address from shmem_malloc*; 0 is a no-op.");
+  m.def(
+      "shmem_buffer_register",
+      [](uint64_t ptr, size_t size) {
+        return check(shmem::buffer_register(as_pointer(ptr), size));
+      },
+      py::arg("ptr"), py::arg("size"), Released(),
+      "Collective. Registers [ptr, ptr + size) for device calls; returns 0.");
+  m.def(
+      "shmem_buffer_deregister",
+      [](uint64_t ptr, size_t size) {
+        return check(shmem::buffer_deregister(as_pointer(ptr), size));
+      },
+      py::arg("ptr"), py::arg("size"), Released(), "Collective. Undoes shmem_buffer_register.");
+  m.def(
+      "shmem_ptr_p2p",
+      [](uint64_t ptr, int my_pe, int dest_pe) {
+        return address(shmem::ptr_p2p(ptr, my_pe, dest_pe));
+      },
+      py::arg("ptr"), py::arg("my_pe"), py::arg("dest_pe"),
+      "Where this process reaches dest_pe's copy of `ptr`; 0 when dest_pe is reached over RDMA "
+      "or ptr is not symmetric.");
+  m.def(
+      "shmem_barrier_all", [] { check(shmem::barrier_all()); }, Released(),
+      "Collective. Writes before it are visible to every PE after it.");
+  m.def(
+      "shmem_module_init",
+      [](uint64_t module) { return check(shmem::module_init(as_pointer(module))); },
+      py::arg("module"),
+      "Copies the device state into a loaded module: a hipModule_t, or on the host backend a "
+      "dlopen handle (ctypes.CDLL(path)._handle); returns 0.");
+}

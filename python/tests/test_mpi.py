@@ -1,0 +1,57 @@
+"""The guide's Methods 1 and 2, and MORI_SHMEM_INIT_WITH_MPI_COMM, on every rank of an mpirun job
+(ctest: python.mpi.np2 and python.mpi.np4). Every test is collective: all ranks run them in this
+order, and the MPI one comes last because MPI cannot start again after its finalize."""
+
+import os
+import tempfile
+
+import pytest
+import torch.distributed as dist
+
+import guide_flow
+import mori
+
+if "OMPI_COMM_WORLD_SIZE" not in os.environ:
+    if os.environ.get("MORI_TEST_MPIRUN") == "1":  # ctest: skipping would hide a broken launch
+        raise RuntimeError("test_mpi.py: not started by Open MPI's mpirun")
+    pytest.skip("run under mpirun (ctest -L python)", allow_module_level=True)
+
+RANK = int(os.environ["OMPI_COMM_WORLD_RANK"])
+WORLD_SIZE = int(os.environ["OMPI_COMM_WORLD_SIZE"])
+
+
+@pytest.fixture(scope="module")
+def store_path():
+    """A torch FileStore path of this mpirun job only (the job ID is the same on every rank)."""
+    scratch = os.environ.get("MORI_TEST_SCRATCH", tempfile.gettempdir())
+    path = os.path.join(scratch, f"torch-store-{os.environ['OMPI_MCA_ess_base_jobid']}")
+    yield path
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    if RANK == 0 and os.path.exists(path):
+        os.remove(path)
+
+
+def test_method1_torch_process_group(store_path):
+    guide_flow.method1_torch_group(RANK, WORLD_SIZE, f"file://{store_path}")
+    guide_flow.quick_reference(RANK, WORLD_SIZE)
+    guide_flow.misuse_after_init()
+    assert mori.shmem.shmem_finalize() == 0
+
+
+def test_method2_unique_id(store_path):
+    def share(unique_id):  # "your transport": the torch group of the test above
+        box = [unique_id]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    guide_flow.method2_unique_id(RANK, WORLD_SIZE, share)
+    guide_flow.quick_reference(RANK, WORLD_SIZE)
+    assert mori.shmem.shmem_finalize() == 0
+
+
+def test_mpi_comm_world():
+    # Python has no MPI_Comm to pass: the flag means MPI_COMM_WORLD, rank and size come from MPI.
+    mori.shmem.shmem_init_attr(mori.shmem.MORI_SHMEM_INIT_WITH_MPI_COMM, RANK, WORLD_SIZE, None)
+    guide_flow.quick_reference(RANK, WORLD_SIZE)
+    assert mori.shmem.shmem_finalize() == 0
