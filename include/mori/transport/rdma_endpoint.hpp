@@ -28,7 +28,8 @@ struct RdmaEndpoint {
                               // documents its use
   // ---- the engine's indices: 64-bit, monotonic, never wrapped (the provider wraps when it writes
   // bytes) -----
-  uint64_t reserved;     // next free WQE index: [.., reserved) are taken by posters
+  uint64_t reserved;     // next free WQE index: [.., reserved) are taken by posters; bit 63 marks a
+                         // fence requested for the next reservation (RdmaEngine::fence)
   uint64_t submitted;    // [.., submitted) are written and announced to the NIC, in posting order
   uint64_t completed;    // [.., completed) are known complete
   uint64_t cq_consumed;  // CQEs consumed so far (provider's CQ consumer index)

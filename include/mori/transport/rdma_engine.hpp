@@ -1,0 +1,283 @@
+// RdmaEngine<Provider>: the IBGDA queue protocol over one RdmaEndpoint, written once for every
+// provider (docs/rdma-engine.md, "The engine"). The provider encodes bytes; the engine owns the
+// shared indices and the concurrency: reserve, flow control, write, submit in posting order, ring,
+// poll, quiet and fence.
+//
+// This is the engine's first slice: it is not yet wired into the transport dispatch or the runtime
+// (transport/rdma_stub.hpp still traps there). What it does not do yet:
+//  - fetching atomics into ibuf slots, g and blocking get (step 9): post() takes the local address
+//    of the old value from the caller;
+//  - 32-bit atomics on providers without them (step 10): post() fails on them;
+//  - put-with-signal (step 11);
+//  - BNXT's PSN reservation and MSN table (Bnxt::post_msn): Bnxt instantiates and compiles, but
+//    its WQEs carry no PSN bookkeeping, so a BNXT NIC would reject them.
+//
+// Signalling: every WQE is signalled. It is the simplest correct choice: completion progress never
+// depends on which WQE happens to carry the signal, and on mlx5 the collapsed CQ makes a CQE per
+// WQE cheap (one entry, overwritten). Consequences: the CQ of a ring-CQ provider (Ionic, BNXT)
+// needs at least sq_wqes entries, which flow control then keeps from overflowing (at most
+// sq_wqes - 1 WQEs, hence CQEs, are ever unconsumed).
+//
+// Outstanding WQEs are bounded by sq_wqes - 1 for every provider (Ionic's doorbell cannot tell a
+// full ring from an empty one; mlx5's 16-bit wqe_counter needs fewer than 65536). So an SQ must be
+// deeper than the largest batch, a full warp (64 lanes): sq_wqes >= 128 on the GPU. On the host
+// backend a batch is one lane.
+//
+// The failure record: on an error completion or a timeout the engine fills DeviceError's qp,
+// sq_posted (ep.submitted), sq_completed and cq_consumed (low 32 bits) before fail() records the
+// code, the PE and the message. fail() keeps the first failure only; the queue fields are written
+// only while no failure is recorded, so a failure racing with another one may carry its queue
+// fields (benign: both are about to trap).
+#pragma once
+
+#include <cstdint>
+
+#include "mori/platform.hpp"
+#include "mori/provider/work_request.hpp"
+#include "mori/shmem/device_error.hpp"
+#include "mori/shmem/spin.hpp"
+#include "mori/shmem/state.hpp"
+#include "mori/transport/rdma_endpoint.hpp"
+
+namespace mori::transport {
+
+template <typename Provider>
+struct RdmaEngine {
+  using WorkRequest = provider::WorkRequest;
+  using CqPoll = provider::CqPoll;
+  using Opcode = provider::Opcode;
+
+  // fence() marks ep.reserved with this bit; the next reservation consumes it (see fence()).
+  static constexpr uint64_t kFenceNext = uint64_t{1} << 63;
+
+  // Posts `wr` (opcode, addresses, keys, bytes, operands; wr.fence may request a fence) on `ep`,
+  // the QP to PE `pe` (used in failure messages only). Every active lane may call it at once: the
+  // lanes post as one batch of consecutive WQEs. Returns this lane's SQ index. On return the WQE is
+  // announced to the NIC (not necessarily complete: see quiet()).
+  MORI_DEVICE static uint64_t post(RdmaEndpoint& ep, WorkRequest wr, int pe = -1) {
+    // 1. reserve: the lowest active lane reserves for the batch and broadcasts the base.
+    const uint64_t active = platform::active_mask();
+    const int lane = platform::lane_id();
+    const int leader = __builtin_ctzll(active);
+    const int last = 63 - __builtin_clzll(active);
+    const uint32_t count = static_cast<uint32_t>(__builtin_popcountll(active));
+    const uint32_t rank =
+        static_cast<uint32_t>(__builtin_popcountll(active & ((uint64_t{1} << lane) - 1)));
+    uint64_t reservation = 0;
+    if (lane == leader) {
+      reservation = reserve(ep, count);
+      // 2. flow control, once for the batch: its last WQE must fit in the ring.
+      wait_for_room(ep, (reservation & ~kFenceNext) + count, count, pe);
+    }
+    reservation = platform::broadcast(reservation, leader);
+    const uint64_t base = reservation & ~kFenceNext;
+
+    // 3. write. The fence bit, when this batch consumed one, goes on its first WQE: the first WQE
+    // reserved after the fence() call.
+    wr.index = base + rank;
+    wr.qpn = ep.qpn;
+    wr.sq_wqes = ep.sq_wqes;
+    wr.signaled = 1;
+    if (rank == 0 && (reservation & kFenceNext)) wr.fence = 1;
+    void* wqe = ep.sq + (wr.index & (ep.sq_wqes - 1)) * Provider::kWqeBytes;
+    write(wqe, wr, ep, pe);
+
+    // 4.-5. submit and ring in posting order, by the batch's last lane (it holds the last WQE,
+    // which some providers' doorbells copy). Waiting per lane instead would deadlock a converged
+    // wavefront: lane i would spin on a store of lane i - 1, which cannot run until lane i exits.
+    if (lane == last) submit(ep, base, base + count, wqe, pe);
+    return wr.index;
+  }
+
+  // Drains the CQ if no other thread is doing it: advances ep.completed. Returns whether it
+  // advanced. An error completion fails (kCompletionError) with the decoded status.
+  MORI_DEVICE static bool poll(RdmaEndpoint& ep, int pe = -1) {
+    using platform::MemOrder, platform::MemScope;
+    // Test before the CAS: waiters re-read ep.completed instead of contending for the line.
+    if (platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&ep.poll_lock) != 0)
+      return false;
+    // Acquire: pairs with the unlock's release, so this holder reads the ep.completed and
+    // ep.cq_consumed the previous holder wrote (poll_cq extends 16-bit counters from them; a stale
+    // value would misplace the window).
+    if (platform::atomic_compare_swap<MemOrder::Acquire, MemScope::System>(&ep.poll_lock, 0u, 1u) !=
+        0)
+      return false;
+    const CqPoll p = Provider::poll_cq(ep);
+    if (p.error) {
+      // ep.completed does not advance over an error, even to the successes this poll saw before
+      // it: a quiet() in another thread that read the advanced value before this thread's trap
+      // would return as if the failed WQE had succeeded. Unlocked before failing: the other
+      // waiters poll at once (on mlx5 every poll reports the error again; on any provider this
+      // trap ends the kernel, and on the host backend the launch) instead of holding the lock.
+      platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.poll_lock, 0u);
+      note_queue(ep);
+      shmem::fail({shmem::DeviceErrorCode::kCompletionError, pe, 0, p.status},
+                  [&](shmem::Message& m) {
+                    m << "RDMA " << Provider::kName << " error completion: " << p.status_text
+                      << " (status " << hex(p.status) << "), ";
+                    describe_queue(m, ep, pe);
+                  });
+    }
+    // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote
+    // before the CQE (poll_cq read the CQE with acquire): read data, old values of atomics.
+    if (p.advanced)
+      platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.completed,
+                                                                  p.completed_through);
+    platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.poll_lock, 0u);
+    return p.advanced != 0;
+  }
+
+  // Waits until every WQE announced on `ep` so far is complete: those of this thread, and any
+  // other thread's posted before this call. Fails on timeout (MORI_SHMEM_TIMEOUT_MS).
+  MORI_DEVICE static void quiet(RdmaEndpoint& ep, int pe = -1) {
+    using platform::MemOrder, platform::MemScope;
+    // post() returns after its batch is submitted, so this thread's WQEs are below the target.
+    const uint64_t target =
+        platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.submitted);
+    shmem::detail::spin_until([&] { return completed_at_least(ep, target, pe); },
+                              [&] { time_out(ep, pe, "quiet"); });
+  }
+
+  // Orders this thread's later WQEs on `ep` after its earlier reads and atomics (writes after
+  // writes are ordered anyway: every provider executes a QP's WQEs in order). It does not drain:
+  // it marks the next reservation, whose first WQE then carries the provider's fence flag. Per QP
+  // only: WQEs on different QPs are ordered only by quiet().
+  //
+  // Why the mark lives in ep.reserved (bit 63) rather than in a separate "fence next" word: the
+  // fenced WQE must lie between this thread's earlier WQEs and its next one. A separate flag taken
+  // by the next poster can be taken by a poster whose reservation comes after this thread's next
+  // one (it reserved later but read the flag first), leaving that WQE unfenced. On ep.reserved,
+  // the mark and the reservations share one modification order: this thread's earlier
+  // reservations precede the mark (same location, program order), and the reservation that
+  // consumes it, with the same CAS that clears it, is the very next one, at or before this
+  // thread's next WQE. Two fences before one reservation merge into one, which serves both.
+  MORI_DEVICE static void fence(RdmaEndpoint& ep) {
+    using platform::MemOrder, platform::MemScope;
+    platform::atomic_fetch_or<MemOrder::Relaxed, MemScope::System>(&ep.reserved, kFenceNext);
+  }
+
+ private:
+  // Reserves `count` WQE indices, consuming a fence mark. Returns the base index, with kFenceNext
+  // set when the batch consumed a mark. A CAS loop rather than a fetch_add: the reservation that
+  // sees the mark must be the one that clears it (a fetch_add followed by a separate clear could
+  // clear a newer fence's mark, set in between).
+  MORI_DEVICE static uint64_t reserve(RdmaEndpoint& ep, uint32_t count) {
+    using platform::MemOrder, platform::MemScope;
+    // Relaxed: the index only hands out slots; the WQE slot's reuse is ordered by flow control's
+    // acquire of ep.completed, and the WQE's publication by submit's release.
+    uint64_t old = platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&ep.reserved);
+    for (;;) {
+      const uint64_t desired = (old & ~kFenceNext) + count;
+      const uint64_t seen = platform::atomic_compare_swap<MemOrder::Relaxed, MemScope::System>(
+          &ep.reserved, old, desired);
+      if (seen == old) return old;
+      old = seen;
+    }
+  }
+
+  // Flow control: waits until WQEs [.., next) fit, at most sq_wqes - 1 outstanding, polling the CQ
+  // meanwhile so that the queue wraps any number of times.
+  MORI_DEVICE static void wait_for_room(RdmaEndpoint& ep, uint64_t next, uint32_t count, int pe) {
+    const uint64_t limit = ep.sq_wqes - 1;
+    if (count > limit) {
+      shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, 0, count}, [&](shmem::Message& m) {
+        m << "RDMA: a batch of " << count << " WQEs cannot fit in an SQ of " << ep.sq_wqes
+          << " (at most " << limit << " outstanding)";
+      });
+    }
+    // Acquire (in completed_at_least): the NIC has finished reading the slot we are about to
+    // overwrite; without it our WQE stores could overtake the completion we waited for.
+    // The first sq_wqes - 1 WQEs of the QP's life need no room (and next - limit would wrap).
+    const uint64_t target = next > limit ? next - limit : 0;
+    shmem::detail::spin_until([&] { return completed_at_least(ep, target, pe); },
+                              [&] { time_out(ep, pe, "post (waiting for a free WQE)"); });
+  }
+
+  // True once ep.completed >= target; polls the CQ otherwise.
+  MORI_DEVICE static bool completed_at_least(RdmaEndpoint& ep, uint64_t target, int pe) {
+    using platform::MemOrder, platform::MemScope;
+    if (platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.completed) >= target)
+      return true;
+    poll(ep, pe);
+    return platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.completed) >= target;
+  }
+
+  MORI_DEVICE static void write(void* wqe, const WorkRequest& wr, RdmaEndpoint& ep, int pe) {
+    switch (wr.opcode) {
+      case Opcode::kWrite:
+        Provider::template post_read_write<false>(wqe, wr);
+        return;
+      case Opcode::kRead:
+        Provider::template post_read_write<true>(wqe, wr);
+        return;
+      case Opcode::kWriteInline:
+        Provider::post_inline_write(wqe, wr);
+        return;
+      default:
+        if (!Provider::kNativeAtomic32 && wr.width == 4) {
+          shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, wr.remote_addr, 4},
+                      [&](shmem::Message& m) {
+                        m << "RDMA " << Provider::kName
+                          << ": 32-bit atomics are not emulated yet, qp " << ep.qpn;
+                      });
+        }
+        Provider::post_atomic(wqe, wr);
+        return;
+    }
+  }
+
+  // Announces WQEs [base, next) once every earlier batch is announced. `last_wqe` is WQE next - 1.
+  MORI_DEVICE static void submit(RdmaEndpoint& ep, uint64_t base, uint64_t next,
+                                 const void* last_wqe, int pe) {
+    using platform::MemOrder, platform::MemScope;
+    // Acquire: pairs with the previous ringer's release of ep.submitted, so our doorbell is
+    // ordered after its doorbell. Without it a doorbell announcing [.., next) could reach the NIC
+    // before one announcing [.., base), and the older, smaller value would then win.
+    shmem::detail::spin_until(
+        [&] {
+          return platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.submitted) == base;
+        },
+        [&] { time_out(ep, pe, "post (waiting for earlier WQEs to be submitted)"); });
+    // Release at system scope: the batch's WQE bytes reach memory before the doorbell tells the
+    // NIC to fetch them (else the NIC may read a slot's previous pass). The other lanes' WQEs: on
+    // amdgcn the batch is one wavefront, whose stores this fence's wait covers (one instruction
+    // stream); on the host backend the batch is this lane alone.
+    platform::fence<MemOrder::Release, MemScope::System>();
+    Provider::ring_doorbell(ep, next, last_wqe);  // the only doorbell call site
+    // Release: the next ringer's acquire orders its doorbell after ours (see above).
+    platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.submitted, next);
+  }
+
+  // Writes the queue's indices into the device-error record while none is recorded yet.
+  MORI_DEVICE static void note_queue(const RdmaEndpoint& ep) {
+    using platform::MemOrder, platform::MemScope;
+    shmem::DeviceError* record = shmem::gpu_states().error;
+    if (!record || platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&record->code) != 0)
+      return;
+    record->qp = ep.qpn;
+    record->sq_posted = static_cast<uint32_t>(load(&ep.submitted));
+    record->sq_completed = static_cast<uint32_t>(load(&ep.completed));
+    record->cq_consumed = static_cast<uint32_t>(load(&ep.cq_consumed));
+  }
+
+  // "qp 7 posted 12, completed 10, cq consumed 3 (PE 1)"
+  MORI_DEVICE static void describe_queue(shmem::Message& m, const RdmaEndpoint& ep, int pe) {
+    m << "qp " << ep.qpn << " posted " << load(&ep.submitted) << ", completed "
+      << load(&ep.completed) << ", cq consumed " << load(&ep.cq_consumed) << " (PE " << pe << ")";
+  }
+
+  [[noreturn]] MORI_DEVICE static void time_out(const RdmaEndpoint& ep, int pe, const char* call) {
+    note_queue(ep);
+    shmem::fail({shmem::DeviceErrorCode::kTimeout, pe, 0, load(&ep.completed)},
+                [&](shmem::Message& m) {
+                  shmem::detail::timeout_prefix(m, call);
+                  describe_queue(m, ep, pe);
+                });
+  }
+
+  MORI_DEVICE static uint64_t load(const uint64_t* p) {
+    return platform::atomic_load<platform::MemOrder::Relaxed, platform::MemScope::System>(p);
+  }
+};
+
+}  // namespace mori::transport
