@@ -34,17 +34,23 @@ struct Series {
 };
 
 // Times one copy<S> inside the kernel, between two barriers, so that thread start-up is not
-// counted.
+// counted. Each lane records when it started: with more lanes than cores the leader may be
+// scheduled only after the others have copied, so the clock starts at the earliest lane's start,
+// not the leader's.
 template <typename S>
 double time_scope_copy(const mori::host::LaunchConfig& cfg, char* dst, const char* src,
                        size_t bytes) {
+  std::vector<Clock::time_point> starts(cfg.block.count());
   double seconds = 0;
   auto status = mori::host::launch(cfg, [&] {
     S::sync();
-    const auto t0 = Clock::now();
+    starts[S::rank()] = Clock::now();
     mori::copy<S>(dst, src, bytes);
     S::sync();
-    if (S::leader()) seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (S::leader()) {
+      const auto first = *std::min_element(starts.begin(), starts.begin() + S::size());
+      seconds = std::chrono::duration<double>(Clock::now() - first).count();
+    }
   });
   if (!status.ok()) throw std::runtime_error(status.message());
   return seconds;
