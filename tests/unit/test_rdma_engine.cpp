@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/host/softnic/codec.hpp"
+#include "device_state_guard.hpp"
 #include "mori/host/launch.hpp"
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
@@ -156,22 +157,7 @@ struct FakeQp {
   }
 };
 
-// Points globalGpuStates' timeout and error record at test values for the scope.
-struct DeviceState {
-  mori::shmem::DeviceError record{};
-  uint64_t saved_timeout;
-  mori::shmem::DeviceError* saved_error;
-  explicit DeviceState(uint64_t timeout_ns)
-      : saved_timeout(mori::shmem::globalGpuStates.timeout_ns),
-        saved_error(mori::shmem::globalGpuStates.error) {
-    mori::shmem::globalGpuStates.timeout_ns = timeout_ns;
-    mori::shmem::globalGpuStates.error = &record;
-  }
-  ~DeviceState() {
-    mori::shmem::globalGpuStates.timeout_ns = saved_timeout;
-    mori::shmem::globalGpuStates.error = saved_error;
-  }
-};
+using DeviceState = mori::test::DeviceStateGuard;
 
 WorkRequest rdma(Opcode op, void* remote, const void* local, uint32_t bytes) {
   WorkRequest wr{};

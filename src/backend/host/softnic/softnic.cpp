@@ -1,0 +1,254 @@
+// The software NIC core: the thread that turns doorbells into executed requests and completions
+// (softnic.hpp for the contract, docs/rdma-engine.md for the design).
+#include "backend/host/softnic/softnic.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace mori::softnic {
+namespace {
+
+using provider::Opcode;
+using provider::WorkRequest;
+
+std::string hex(uint64_t v) {
+  char text[24];
+  const auto end = std::to_chars(text, text + sizeof(text), v, 16).ptr;
+  return "0x" + std::string(text, end);
+}
+
+// True when [addr, addr + bytes) lies inside [base, base + size), without overflowing.
+bool inside(uint64_t addr, uint64_t bytes, uint64_t base, uint64_t size) {
+  return addr >= base && bytes <= size && addr - base <= size - bytes;
+}
+
+// The NIC executes a remote atomic as one indivisible operation on the responder's memory; the
+// mapping is shared with the target PE's own threads, which use atomics on the same words.
+template <typename T>
+T remote_atomic(void* remote, const WorkRequest& wr) {
+  std::atomic_ref<T> word(*static_cast<T*>(remote));
+  if (wr.opcode == Opcode::kFetchAdd) return word.fetch_add(static_cast<T>(wr.operand));
+  T expected = static_cast<T>(wr.compare);
+  word.compare_exchange_strong(expected, static_cast<T>(wr.operand));
+  return expected;  // the old value, whether or not the swap happened
+}
+
+}  // namespace
+
+Status parse_faults(std::string_view text, Faults* faults) {
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    const size_t colon = item.find(':');
+    const std::string_view key = item.substr(0, colon);
+    const std::string_view value =
+        colon == std::string_view::npos ? std::string_view{} : item.substr(colon + 1);
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (colon == std::string_view::npos || value.empty() || ec != std::errc{} ||
+        end != value.data() + value.size()) {
+      return Status::error("MORI_SOFTNIC_FAULT: \"" + std::string(item) +
+                           "\" is not <kind>:<number> (error:N, drop:N, delay_ms:M)");
+    }
+    if (key == "error") {
+      faults->error_at = n;
+    } else if (key == "drop") {
+      faults->drop_at = n;
+    } else if (key == "delay_ms" && n <= 60'000) {
+      faults->delay_ms = static_cast<uint32_t>(n);
+    } else {
+      return Status::error("MORI_SOFTNIC_FAULT: unknown or out-of-range item \"" +
+                           std::string(item) + "\" (error:N, drop:N, delay_ms:M up to 60000)");
+    }
+  }
+  return {};
+}
+
+SoftNic::SoftNic(const Codec& codec, std::vector<ServedEndpoint> endpoints, MemoryTable memory,
+                 SoftNicOptions options)
+    : codec_(codec), memory_(std::move(memory)), options_(options) {
+  queues_.reserve(endpoints.size());
+  for (const ServedEndpoint& e : endpoints) queues_.emplace_back().served = e;
+}
+
+SoftNic::~SoftNic() { stop(); }
+
+Status SoftNic::start() {
+  if (thread_.joinable()) return {};
+  if (options_.read_env) {
+    if (const char* env = std::getenv("MORI_SOFTNIC_FAULT"); env != nullptr && *env != 0) {
+      if (Status s = parse_faults(env, &options_.faults); !s.ok()) return s;
+    }
+  }
+  stop_.store(false, std::memory_order_relaxed);
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+void SoftNic::stop() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string SoftNic::qp_error(size_t i) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return i < queues_.size() ? queues_[i].error : std::string{};
+}
+
+// Round-robin over the queues. Idle, it yields for a while (a doorbell usually follows the last
+// one closely), then sleeps with a doubling backoff capped at max_sleep_us: the host backend
+// shares two cores with every lane thread, so an idle NIC must not hold one.
+void SoftNic::run() {
+  uint32_t idle = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    bool progress = false;
+    for (Queue& q : queues_) progress |= service(q);
+    if (progress) {
+      idle = 0;
+    } else if (idle < options_.spin_rounds) {
+      ++idle;
+      std::this_thread::yield();
+    } else {
+      const uint32_t shift = std::min<uint32_t>(idle - options_.spin_rounds, 16);
+      const uint32_t us = std::min<uint32_t>(uint32_t{1} << shift, options_.max_sleep_us);
+      ++idle;
+      std::this_thread::sleep_for(std::chrono::microseconds(std::max<uint32_t>(us, 1)));
+    }
+  }
+}
+
+// Processes every WQE announced on q since the last call, in order. Returns whether it did work.
+bool SoftNic::service(Queue& q) {
+  if (q.broken) return false;
+  transport::RdmaEndpoint& ep = *q.served.ep;
+  const uint64_t announced = codec_.announced(ep, q.announced);
+  if (announced == q.announced) return false;
+  q.announced = announced;
+  if (options_.faults.delay_ms != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.faults.delay_ms));
+  for (; q.next < announced; ++q.next) {
+    const uint64_t index = q.next;
+    const uint8_t* wqe = ep.sq + (index & (ep.sq_wqes - 1)) * codec_.wqe_bytes;
+    WorkRequest wr{};
+    std::string why;
+    CompletionStatus status = CompletionStatus::kSuccess;
+    if (!codec_.decode(wqe, index, &wr, &why)) {
+      status = CompletionStatus::kRemoteInvalidRequest;
+    } else if (wr.qpn != 0 && (wr.qpn & 0xffffff) != (ep.qpn & 0xffffff)) {
+      // Only mlx5's WQE names its QP; a WQE for another QP is garbage on this one.
+      status = CompletionStatus::kRemoteInvalidRequest;
+      why = "WQE names qp " + std::to_string(wr.qpn) + ", not " + std::to_string(ep.qpn);
+    } else if (index == options_.faults.error_at) {
+      status = CompletionStatus::kGeneral;
+      why = "injected error (MORI_SOFTNIC_FAULT error:" + std::to_string(index) + ")";
+    } else {
+      status = execute(q, wr, &why);
+    }
+    if (status != CompletionStatus::kSuccess) {
+      // The error CQE names this WQE; a decode failure has no trustworthy fields, so the codec
+      // gets the index and whatever decode filled in (opcode defaults to a write).
+      wr.index = index;
+      codec_.complete(ep, &q.cq_produced, index, wr, status);
+      q.broken = true;
+      std::lock_guard<std::mutex> lock(mutex_);
+      q.error = "WQE " + std::to_string(index) + ": " + why;
+      return true;
+    }
+    executed_.fetch_add(1, std::memory_order_relaxed);
+    if (wr.signaled && index != options_.faults.drop_at)
+      codec_.complete(ep, &q.cq_produced, index, wr, status);
+  }
+  return true;
+}
+
+void* SoftNic::translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes,
+                                std::string* why) {
+  for (const RemoteRegion& r : memory_.remote) {
+    if (r.pe != pe || r.rkey != rkey) continue;
+    if (!inside(addr, bytes, r.remote_base, r.bytes)) {
+      *why = "remote range " + hex(addr) + " + " + std::to_string(bytes) + " outside rkey " +
+             hex(rkey) + "'s region " + hex(r.remote_base) + " + " + std::to_string(r.bytes);
+      return nullptr;
+    }
+    return static_cast<uint8_t*>(r.mapped) + (addr - r.remote_base);
+  }
+  *why = "rkey " + hex(rkey) + " not registered for PE " + std::to_string(pe);
+  return nullptr;
+}
+
+bool SoftNic::local_ok(uint32_t lkey, uint64_t addr, uint64_t bytes, std::string* why) const {
+  for (const LocalRegion& r : memory_.local) {
+    if (r.lkey != lkey) continue;
+    if (inside(addr, bytes, r.base, r.bytes)) return true;
+    *why = "local range " + hex(addr) + " + " + std::to_string(bytes) + " outside lkey " +
+           hex(lkey) + "'s region";
+    return false;
+  }
+  *why = "lkey " + hex(lkey) + " not registered";
+  return false;
+}
+
+// Checks and performs one decoded request. The checks come in the order a NIC meets them: the
+// request's form, the local key (the requester's own DMA), then the remote key (the responder's).
+CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::string* why) {
+  const int pe = q.served.target_pe;
+  const bool atomic = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
+  if (atomic) {
+    if (wr.width != 4 && wr.width != 8) {
+      *why = "atomic of width " + std::to_string(wr.width);
+      return CompletionStatus::kRemoteInvalidRequest;
+    }
+    if (wr.remote_addr % wr.width != 0) {
+      *why = "misaligned " + std::to_string(wr.width) + "-byte atomic at " + hex(wr.remote_addr);
+      return CompletionStatus::kRemoteInvalidRequest;
+    }
+    if (!local_ok(wr.lkey, wr.local_addr, wr.width, why)) return CompletionStatus::kLocalProtection;
+    void* remote = translate_remote(pe, wr.rkey, wr.remote_addr, wr.width, why);
+    if (remote == nullptr) return CompletionStatus::kRemoteAccess;
+    // std::atomic_ref needs the mapping aligned too (a region mapped at an odd offset).
+    if (reinterpret_cast<uintptr_t>(remote) % wr.width != 0) {
+      *why = "atomic target " + hex(wr.remote_addr) + " misaligned in this process's mapping";
+      return CompletionStatus::kRemoteInvalidRequest;
+    }
+    const uint64_t old = wr.width == 8 ? remote_atomic<uint64_t>(remote, wr)
+                                       : uint64_t{remote_atomic<uint32_t>(remote, wr)};
+    // The old value's bytes as the responder returns them (little-endian host: the low bytes).
+    std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, wr.width);
+    return CompletionStatus::kSuccess;
+  }
+  switch (wr.opcode) {
+    case Opcode::kWriteInline: {
+      void* remote = translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, why);
+      if (remote == nullptr) return CompletionStatus::kRemoteAccess;
+      if (wr.bytes != 0) std::memcpy(remote, wr.inline_data, wr.bytes);
+      return CompletionStatus::kSuccess;
+    }
+    case Opcode::kWrite:
+    case Opcode::kRead: {
+      // A zero-length RDMA request moves nothing and checks no key (IBTA 9.4.3, 9.4.4).
+      if (wr.bytes == 0) return CompletionStatus::kSuccess;
+      if (!local_ok(wr.lkey, wr.local_addr, wr.bytes, why))
+        return CompletionStatus::kLocalProtection;
+      void* remote = translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, why);
+      if (remote == nullptr) return CompletionStatus::kRemoteAccess;
+      auto* local = reinterpret_cast<void*>(wr.local_addr);
+      if (wr.opcode == Opcode::kWrite) {
+        std::memmove(remote, local, wr.bytes);
+      } else {
+        std::memmove(local, remote, wr.bytes);
+      }
+      return CompletionStatus::kSuccess;
+    }
+    default:
+      *why = "opcode " + std::to_string(static_cast<unsigned>(wr.opcode)) + " not executed";
+      return CompletionStatus::kRemoteInvalidRequest;
+  }
+}
+
+}  // namespace mori::softnic

@@ -1,0 +1,127 @@
+// SoftNic: the software NIC core of the host backend (docs/rdma-engine.md, "The software NIC
+// core"). One thread serves a set of queue pairs: it reads each doorbell through the provider's
+// Codec, decodes the WQE bytes the engine wrote, checks keys, bounds and alignment against a
+// registration table, executes the request on the target PE's memory (mapped into this process)
+// and writes the completion in the provider's format.
+//
+// Standalone for now: nothing in init creates one yet (the runtime would build the table from the
+// heaps' peer_base() mappings and the keys PEs exchange).
+//
+// Error semantics, as an RC QP: the first failed request completes with its error status and puts
+// the QP in the error state. Later WQEs of that QP are neither executed nor completed. A real NIC
+// would flush them ("work request flushed"), but the codecs have no flush status and the engine
+// traps on the first error completion anyway, so the missing flush CQEs are never awaited.
+//
+// Fault injection (Faults, or MORI_SOFTNIC_FAULT, read by start()): comma-separated items
+//   error:N      WQE N (SQ index, on every served QP) completes with CompletionStatus::kGeneral
+//   drop:N       WQE N executes but writes no completion (a later completion still covers it:
+//                completions are cumulative)
+//   delay_ms:M   every newly announced doorbell is processed M ms late
+// e.g. MORI_SOFTNIC_FAULT=error:12,delay_ms:5.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "backend/host/softnic/codec.hpp"
+#include "mori/status.hpp"
+#include "mori/transport/rdma_endpoint.hpp"
+
+namespace mori::softnic {
+
+// A PE's registered memory as the NIC reaches it: [remote_base, +bytes) in that PE's own address
+// space (what its WQEs' remote_addr name), mapped in this process at `mapped` (the heap's
+// peer_base(pe)).
+struct RemoteRegion {
+  int pe;
+  uint64_t remote_base;
+  uint64_t bytes;
+  uint32_t rkey;
+  void* mapped;
+};
+
+// This process's registered memory: WQEs' local_addr must fall in the region of their lkey.
+struct LocalRegion {
+  uint64_t base;
+  uint64_t bytes;
+  uint32_t lkey;
+};
+
+struct MemoryTable {
+  std::vector<RemoteRegion> remote;
+  std::vector<LocalRegion> local;
+};
+
+struct ServedEndpoint {
+  transport::RdmaEndpoint* ep;
+  int target_pe;  // the PE whose memory this QP's remote addresses name
+};
+
+struct Faults {
+  static constexpr uint64_t kNever = ~uint64_t{0};
+  uint64_t error_at = kNever;  // SQ index that completes with kGeneral
+  uint64_t drop_at = kNever;   // SQ index whose completion is not written
+  uint32_t delay_ms = 0;       // added before each newly announced doorbell is processed
+};
+
+// Parses MORI_SOFTNIC_FAULT's syntax (see above) into *faults, keeping the fields it does not name.
+Status parse_faults(std::string_view text, Faults* faults);
+
+struct SoftNicOptions {
+  Faults faults;
+  bool read_env = true;        // start() merges MORI_SOFTNIC_FAULT into `faults`
+  uint32_t spin_rounds = 64;   // idle rounds that only yield before the NIC starts sleeping
+  uint32_t max_sleep_us = 50;  // the idle backoff's ceiling: the doorbell-to-execution latency
+};
+
+class SoftNic {
+ public:
+  SoftNic(const Codec& codec, std::vector<ServedEndpoint> endpoints, MemoryTable memory,
+          SoftNicOptions options = {});
+  ~SoftNic();
+  SoftNic(const SoftNic&) = delete;
+  SoftNic& operator=(const SoftNic&) = delete;
+
+  // Starts the NIC thread; fails (without starting) on a malformed MORI_SOFTNIC_FAULT.
+  Status start();
+  // Joins the NIC thread. Idempotent.
+  void stop();
+
+  // Why endpoint i's QP entered the error state ("" while it has not), e.g.
+  // "WQE 3: rkey 0x99 not registered for PE 1".
+  std::string qp_error(size_t i) const;
+  // WQEs executed so far (all endpoints), for tests and diagnostics.
+  uint64_t executed() const { return executed_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Queue {
+    ServedEndpoint served{};
+    uint64_t next = 0;       // the next SQ index to process
+    uint64_t announced = 0;  // the codec's last answer
+    uint64_t cq_produced = 0;
+    bool broken = false;  // the QP is in the error state
+    std::string error;    // guarded by mutex_
+  };
+
+  void run();
+  bool service(Queue& q);
+  CompletionStatus execute(const Queue& q, const provider::WorkRequest& wr, std::string* why);
+  void* translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes, std::string* why);
+  bool local_ok(uint32_t lkey, uint64_t addr, uint64_t bytes, std::string* why) const;
+
+  const Codec& codec_;
+  std::vector<Queue> queues_;
+  MemoryTable memory_;
+  SoftNicOptions options_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> executed_{0};
+  mutable std::mutex mutex_;
+  std::thread thread_;
+};
+
+}  // namespace mori::softnic

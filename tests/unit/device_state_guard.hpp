@@ -1,0 +1,28 @@
+// DeviceStateGuard: for in-process tests of device code that waits or fails. It points
+// globalGpuStates at a local device-error record and a wait deadline for the guard's scope, and
+// puts the previous values back when it ends (also when a REQUIRE leaves early).
+#pragma once
+
+#include <cstdint>
+
+#include "mori/shmem/gpu_states.hpp"
+
+namespace mori::test {
+
+struct DeviceStateGuard {
+  shmem::DeviceError record{};
+  uint64_t saved_timeout;
+  shmem::DeviceError* saved_error;
+  explicit DeviceStateGuard(uint64_t timeout_ns)
+      : saved_timeout(shmem::globalGpuStates.timeout_ns),
+        saved_error(shmem::globalGpuStates.error) {
+    shmem::globalGpuStates.timeout_ns = timeout_ns;
+    shmem::globalGpuStates.error = &record;
+  }
+  ~DeviceStateGuard() {
+    shmem::globalGpuStates.timeout_ns = saved_timeout;
+    shmem::globalGpuStates.error = saved_error;
+  }
+};
+
+}  // namespace mori::test
