@@ -74,7 +74,9 @@ inline ChildRun run_children(const std::vector<int>& ranks,
     }
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
     live.push_back({pid, fds[0]});
-    run.children.push_back({rank});
+    ChildOutcome outcome;
+    outcome.rank = rank;
+    run.children.push_back(outcome);
   }
   auto drain = [&](size_t i) {
     char buf[4096];

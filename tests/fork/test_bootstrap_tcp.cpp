@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "exited_id.hpp"
 #include "fork_children.hpp"
 
 using namespace std::chrono_literals;
@@ -173,15 +174,7 @@ TEST_CASE("tcp bootstrap: hundreds of back-to-back collectives of mixed sizes, a
 TEST_CASE("tcp bootstrap: rank 0 listens where the ID says when another process made the ID") {
   // The ID comes from a process that has exited, so rank 0 has no listener of its own and binds the
   // port.
-  ChildRun maker = mori::test::run_ranks(1, [](int) -> std::string {
-    UniqueId id;
-    if (!new_unique_id(&id).ok()) return "";
-    return std::string(reinterpret_cast<const char*>(id.bytes), sizeof(id.bytes));
-  });
-  REQUIRE(maker.children.size() == 1);
-  REQUIRE(maker.children[0].text.size() == sizeof(UniqueId));
-  UniqueId id;
-  std::memcpy(id.bytes, maker.children[0].text.data(), sizeof(id.bytes));
+  UniqueId id = mori::test::unique_id_from_exited_process();
   const int n = 3;
   ChildRun run = mori::test::run_ranks(n, [&](int rank) -> std::string {
     std::unique_ptr<Bootstrap> b;

@@ -13,6 +13,7 @@
 #include "bootstrap/bytes.hpp"
 #include "bootstrap/id_listener.hpp"
 #include "bootstrap/unique_id.hpp"
+#include "exited_id.hpp"
 #include "fork_children.hpp"
 
 using namespace std::chrono_literals;
@@ -32,17 +33,6 @@ UniqueId fresh_id() {
 
 // The reason the call failed, or "ok".
 std::string reason(const mori::Status& s) { return s.ok() ? "ok" : s.message(); }
-
-// Joins, then returns the reason the first of `steps` barriers fails (or "ok").
-std::string join_then_barriers(const UniqueId& id, int rank, int n,
-                               std::chrono::milliseconds timeout, int steps) {
-  std::unique_ptr<Bootstrap> b;
-  if (auto s = make_tcp_bootstrap(id, rank, n, timeout, &b); !s.ok()) return "join: " + s.message();
-  for (int i = 0; i < steps; ++i) {
-    if (auto s = b->barrier(); !s.ok()) return s.message();
-  }
-  return "ok";
-}
 
 void check_texts(const ChildRun& run, const std::vector<int>& ranks, const std::string& text) {
   for (const auto& child : run.children) {
@@ -188,15 +178,7 @@ TEST_CASE("tcp bootstrap failure: a stale ID (another nonce, same listener) is r
 }
 
 TEST_CASE("tcp bootstrap failure: an ID whose listener is gone times out connecting, saying why") {
-  ChildRun maker = mori::test::run_ranks(1, [](int) -> std::string {
-    UniqueId id;
-    if (!new_unique_id(&id).ok()) return "";
-    return std::string(reinterpret_cast<const char*>(id.bytes), sizeof(id.bytes));
-  });
-  REQUIRE(maker.children.size() == 1);
-  REQUIRE(maker.children[0].text.size() == sizeof(UniqueId));
-  UniqueId id;
-  std::memcpy(id.bytes, maker.children[0].text.data(), sizeof(id.bytes));
+  UniqueId id = mori::test::unique_id_from_exited_process();
   mori::bootstrap::UniqueIdFields fields;
   REQUIRE(mori::bootstrap::decode_unique_id(id, &fields).ok());
   ChildRun run = mori::test::run_children({1}, [&](int rank) {
