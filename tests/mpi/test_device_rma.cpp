@@ -180,36 +180,23 @@ void all_scopes_get(Form form) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE_DEFINE("putmem_nbi (bytes), all scopes", T, putmem_nbi_id) {
-  all_scopes_put<T>(Form::kBytes);
-}
-TEST_CASE_TEMPLATE_DEFINE("put_nbi (typed), all scopes", T, put_nbi_id) {
-  all_scopes_put<T>(Form::kTyped);
-}
-TEST_CASE_TEMPLATE_DEFINE("put (blocking), all scopes", T, put_id) {
-  all_scopes_put<T>(Form::kBlocking);
-}
-TEST_CASE_TEMPLATE_DEFINE("put_nbi (symmetric object), all scopes", T, put_obj_id) {
-  all_scopes_put<T>(Form::kObject);
-}
-TEST_CASE_TEMPLATE_DEFINE("getmem_nbi (bytes), all scopes", T, getmem_nbi_id) {
-  all_scopes_get<T>(Form::kBytes);
-}
-TEST_CASE_TEMPLATE_DEFINE("get_nbi (typed), all scopes", T, get_nbi_id) {
-  all_scopes_get<T>(Form::kTyped);
-}
-TEST_CASE_TEMPLATE_DEFINE("get (blocking), all scopes", T, get_id) {
-  all_scopes_get<T>(Form::kBlocking);
-}
-TEST_CASE_TEMPLATE_DEFINE("get (symmetric object), all scopes", T, get_obj_id) {
-  all_scopes_get<T>(Form::kObject);
-}
+// X(id, test name, runner, form): the 8 forms, each applied to the 11 element types.
+#define MORI_RMA_TEST_FORMS(X)                                                           \
+  X(putmem_nbi_id, "putmem_nbi (bytes), all scopes", all_scopes_put, Form::kBytes)       \
+  X(put_nbi_id, "put_nbi (typed), all scopes", all_scopes_put, Form::kTyped)             \
+  X(put_id, "put (blocking), all scopes", all_scopes_put, Form::kBlocking)               \
+  X(put_obj_id, "put_nbi (symmetric object), all scopes", all_scopes_put, Form::kObject) \
+  X(getmem_nbi_id, "getmem_nbi (bytes), all scopes", all_scopes_get, Form::kBytes)       \
+  X(get_nbi_id, "get_nbi (typed), all scopes", all_scopes_get, Form::kTyped)             \
+  X(get_id, "get (blocking), all scopes", all_scopes_get, Form::kBlocking)               \
+  X(get_obj_id, "get (symmetric object), all scopes", all_scopes_get, Form::kObject)
 
-TEST_CASE_TEMPLATE_APPLY(putmem_nbi_id, ElementTuple);
-TEST_CASE_TEMPLATE_APPLY(put_nbi_id, ElementTuple);
-TEST_CASE_TEMPLATE_APPLY(put_id, ElementTuple);
-TEST_CASE_TEMPLATE_APPLY(put_obj_id, ElementTuple);
-TEST_CASE_TEMPLATE_APPLY(getmem_nbi_id, ElementTuple);
-TEST_CASE_TEMPLATE_APPLY(get_nbi_id, ElementTuple);
-TEST_CASE_TEMPLATE_APPLY(get_id, ElementTuple);
-TEST_CASE_TEMPLATE_APPLY(get_obj_id, ElementTuple);
+#define MORI_RMA_TEST_DEFINE(id, name, runner, form) \
+  TEST_CASE_TEMPLATE_DEFINE(name, T, id) { runner<T>(form); }
+MORI_RMA_TEST_FORMS(MORI_RMA_TEST_DEFINE)
+#undef MORI_RMA_TEST_DEFINE
+
+#define MORI_RMA_TEST_APPLY(id, name, runner, form) TEST_CASE_TEMPLATE_APPLY(id, ElementTuple);
+MORI_RMA_TEST_FORMS(MORI_RMA_TEST_APPLY)
+#undef MORI_RMA_TEST_APPLY
+#undef MORI_RMA_TEST_FORMS

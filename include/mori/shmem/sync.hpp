@@ -14,28 +14,31 @@
 
 namespace mori::shmem {
 
-MORI_DEVICE void quiet() {
-  transport::for_each_transport([]<typename Tr>() { Tr::quiet(-1, -1); });
+namespace detail {
+// quiet (kQuiet) or fence on every transport (kAllPes), or on PE `pe`'s transport: one QP (qp >= 0)
+// or all of the PE's QPs (qp < 0).
+template <bool kQuiet, bool kAllPes>
+MORI_DEVICE void order(const char* call, int pe, int qp) {
+  auto run = [&]<typename Tr>() {
+    if constexpr (kQuiet)
+      Tr::quiet(pe, qp);
+    else
+      Tr::fence(pe, qp);
+  };
+  if constexpr (kAllPes) {
+    transport::for_each_transport(run);
+  } else {
+    check_pe(call, pe);
+    transport::with_transport(call, pe, run);
+  }
 }
-MORI_DEVICE void quiet(int pe) {
-  detail::check_pe("quiet", pe);
-  transport::with_transport("quiet", pe, [&]<typename Tr>() { Tr::quiet(pe, -1); });
-}
-MORI_DEVICE void quiet(int pe, int qp) {
-  detail::check_pe("quiet", pe);
-  transport::with_transport("quiet", pe, [&]<typename Tr>() { Tr::quiet(pe, qp); });
-}
+}  // namespace detail
 
-MORI_DEVICE void fence() {
-  transport::for_each_transport([]<typename Tr>() { Tr::fence(-1, -1); });
-}
-MORI_DEVICE void fence(int pe) {
-  detail::check_pe("fence", pe);
-  transport::with_transport("fence", pe, [&]<typename Tr>() { Tr::fence(pe, -1); });
-}
-MORI_DEVICE void fence(int pe, int qp) {
-  detail::check_pe("fence", pe);
-  transport::with_transport("fence", pe, [&]<typename Tr>() { Tr::fence(pe, qp); });
-}
+MORI_DEVICE void quiet() { detail::order<true, true>("quiet", -1, -1); }
+MORI_DEVICE void quiet(int pe) { detail::order<true, false>("quiet", pe, -1); }
+MORI_DEVICE void quiet(int pe, int qp) { detail::order<true, false>("quiet", pe, qp); }
+MORI_DEVICE void fence() { detail::order<false, true>("fence", -1, -1); }
+MORI_DEVICE void fence(int pe) { detail::order<false, false>("fence", pe, -1); }
+MORI_DEVICE void fence(int pe, int qp) { detail::order<false, false>("fence", pe, qp); }
 
 }  // namespace mori::shmem

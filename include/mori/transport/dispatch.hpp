@@ -19,10 +19,10 @@ template <typename F>
 MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
   switch (shmem::transport_to(pe)) {
     case shmem::Transport::kP2P:
-    // SDMA reaches peers exactly as P2P does until a native engine exists (sdma.hpp): one
-    // instantiation serves both, so the family's code is not emitted twice.
+    // SDMA is P2P until it is native (sdma.hpp). One call site serves both, so the family is
+    // inlined once, not once per case.
     case shmem::Transport::kSdma:
-      return f.template operator()<P2p>();
+      return f.template operator()<Sdma>();
     case shmem::Transport::kRdma:
       return f.template operator()<Rdma>();
     default: {
