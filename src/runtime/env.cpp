@@ -156,6 +156,23 @@ Status load(Settings* out) {
     s.check_symmetry = text == "1";
   }
   if (read("MORI_RDMA_DEVICES", &text)) s.rdma_devices = text;
+  if (read("MORI_DEVICE_NIC", &text)) {
+    if (text == "mlx5") {
+      s.device_nic = shmem::Nic::kMlx5;
+    } else if (text == "bnxt") {
+      s.device_nic = shmem::Nic::kBnxt;
+    } else if (text == "ionic") {
+      s.device_nic = shmem::Nic::kIonic;
+    } else {
+      return Status::error(quoted("MORI_DEVICE_NIC", text) + " is not mlx5, bnxt or ionic");
+    }
+  }
+  if (read("MORI_RDMA_SQ_WQES", &text)) {
+    MORI_TRY(parse_at_least("MORI_RDMA_SQ_WQES", text, 16, 65536, &value));
+    if (value & (value - 1))
+      return Status::error(quoted("MORI_RDMA_SQ_WQES", text) + " is not a power of two");
+    s.rdma_sq_wqes = static_cast<uint32_t>(value);
+  }
   *out = std::move(s);
   return {};
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "heap/heap_memory.hpp"
+#include "mori/shmem/gpu_states.hpp"
 #include "mori/status.hpp"
 
 namespace mori::env {
@@ -30,6 +31,11 @@ struct Settings {
   uint64_t timeout_ms = 0;      // MORI_SHMEM_TIMEOUT_MS: device wait deadline, 0 = none
   bool check_symmetry = false;  // MORI_SHMEM_CHECK_SYMMETRY=0|1, default 1 in debug builds
   std::string rdma_devices;     // MORI_RDMA_DEVICES, as given
+  // MORI_DEVICE_NIC=mlx5|bnxt|ionic: the NIC family whose WQEs the GPU writes. On the host
+  // backend, setting it selects the software NIC of that family; unset, RDMA goes to ibverbs
+  // devices (as on the hip backend, where unset means mlx5).
+  shmem::Nic device_nic = shmem::Nic::kNone;
+  uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536
 };
 
 // Reads every variable above from the environment; unset or empty ones keep their defaults. In

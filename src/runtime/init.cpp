@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -39,6 +41,32 @@ Status ensure_mpi(bool* initialized_here) {
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     return Status::error("MPI_Init_thread failed");
   *initialized_here = true;
+  return {};
+}
+
+// Queue pairs to the PEs that P2P does not reach. Collective: every PE takes part when any PE
+// needs RDMA. Without RDMA devices those PEs become unreachable, said once per node, and
+// everything else keeps working.
+Status connect_rdma(Runtime& rt) {
+  std::vector<bool> needs(rt.n_pes, false);
+  uint8_t mine = 0;
+  for (int pe = 0; pe < rt.n_pes; ++pe) {
+    needs[pe] = rt.transports[pe] == static_cast<uint8_t>(Transport::kRdma);
+    mine |= needs[pe] ? 1 : 0;
+  }
+  std::vector<uint8_t> anyone(rt.n_pes);
+  MORI_TRY(rt.boot->allgather(&mine, anyone.data(), 1));
+  if (std::find(anyone.begin(), anyone.end(), 1) == anyone.end()) return {};
+  bool no_devices = false;
+  MORI_TRY(runtime::open_rdma_network(rt, needs, &rt.rdma, &no_devices));
+  if (no_devices) {
+    if (rt.local_rank == 0 && mine)
+      std::fprintf(stderr, "mori: init: no RDMA devices: inter-node PEs unreachable\n");
+    for (int pe = 0; pe < rt.n_pes; ++pe)
+      if (needs[pe]) rt.transports[pe] = static_cast<uint8_t>(Transport::kUnreachable);
+    return {};
+  }
+  rt.rkeys = rt.rdma->heap_rkeys();
   return {};
 }
 
@@ -82,6 +110,7 @@ Status build(Runtime& rt) {
       rt.peer_bases[pe] = reinterpret_cast<uint64_t>(rt.memory->peer_base(pe));
     }
   }
+  MORI_TRY(connect_rdma(rt));
   void* error = nullptr;
   MORI_TRY(backend::alloc_host_visible(sizeof(DeviceError), &error));
   rt.error = static_cast<DeviceError*>(error);
@@ -157,6 +186,7 @@ int finalize() {
   if (!rt) return -1;
   // Every PE must be done with every other PE's memory before any of it goes away.
   Status synced = backend::synchronize();
+  if (synced.ok() && rt->rdma) synced = rt->rdma->drain();
   if (synced.ok()) synced = rt->boot->barrier();
   shmem::GpuStates cleared{};
   (void)backend::publish(cleared);

@@ -89,6 +89,12 @@ int buffer_register(void* ptr, size_t size) {
   region->peer_bases[rt->rank] = base;
   region->rkeys.assign(rt->n_pes, 0);
   for (const Entry& e : all) region->remote_bases.push_back(e.base);
+  if (rt->rdma) {
+    if (Status s = rt->rdma->register_region(base, size, region->remote_bases, &region->lkey,
+                                             &region->rkeys);
+        !s.ok())
+      return report("buffer_register", s);
+  }
   rt->regions[base] = std::move(region);
   if (Status s = rt->publish(); !s.ok()) {
     rt->regions.erase(base);
@@ -106,6 +112,12 @@ int buffer_deregister(void* ptr, size_t size) {
   std::vector<Entry> all;
   if (Status s = exchange(*rt, check_existing(*rt, base, size), base, size, &all); !s.ok())
     return report("buffer_deregister", s);
+  // Every PE's device work on the buffer is over before any PE drops its keys.
+  if (rt->rdma) {
+    if (Status s = rt->rdma->drain(); !s.ok()) return report("buffer_deregister", s);
+    if (Status s = rt->rdma->deregister_region(base); !s.ok())
+      return report("buffer_deregister", s);
+  }
   rt->regions.erase(base);
   if (Status s = rt->publish(); !s.ok()) return report("buffer_deregister", s);
   return 0;

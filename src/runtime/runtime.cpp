@@ -51,7 +51,7 @@ Status Runtime::publish() {
     MORI_TRY(r->d_rkeys.upload(r->rkeys.data(), n * sizeof(uint32_t)));
     table.push_back({r->base, r->size, static_cast<const uint64_t*>(r->d_peer_bases.ptr),
                      static_cast<const uint64_t*>(r->d_remote_bases.ptr),
-                     static_cast<const uint32_t*>(r->d_rkeys.ptr), 0, 0});
+                     static_cast<const uint32_t*>(r->d_rkeys.ptr), r->lkey, 0});
   }
   MORI_TRY(d_regions.upload(table.data(), table.size() * sizeof(shmem::RegisteredRegion)));
 
@@ -73,6 +73,11 @@ Status Runtime::publish() {
   s.internal_bytes = kInternalBytes;
   s.error = error;
   s.timeout_ns = settings.timeout_ms * 1000000ull;
+  if (rdma) {
+    s.rdma_endpoints = rdma->device_endpoints();
+    s.nic = static_cast<uint8_t>(rdma->nic());
+    s.heap_lkey = rdma->heap_lkey();
+  }
   states = s;
 
   MORI_TRY(backend::publish(states));

@@ -13,6 +13,7 @@
 #include "heap/heap_memory.hpp"
 #include "mori/shmem/gpu_states.hpp"
 #include "runtime/env.hpp"
+#include "runtime/rdma_network.hpp"
 
 namespace mori::runtime {
 
@@ -29,6 +30,7 @@ struct Region {
   std::vector<uint64_t> peer_bases;    // P2P view of each PE's copy (0: none)
   std::vector<uint64_t> remote_bases;  // each PE's own address of its copy
   std::vector<uint32_t> rkeys;
+  uint32_t lkey = 0;
   DeviceArray d_peer_bases, d_remote_bases, d_rkeys;
 };
 
@@ -37,6 +39,9 @@ struct Runtime {
   std::unique_ptr<bootstrap::Bootstrap> boot;
   std::unique_ptr<heap::HeapMemory> memory;
   std::unique_ptr<heap::SymmetricAllocator> allocator;
+  // Queue pairs and keys to the PEs reached over RDMA; null when none is. Declared after the heap,
+  // so destroyed before it: the NIC stops before the memory it serves goes away.
+  std::unique_ptr<RdmaNetwork> rdma;
   int rank = 0, n_pes = 0, local_rank = 0;
   bool mpi_initialized_here = false;  // init() called MPI_Init, so finalize() calls MPI_Finalize
   uint64_t allocations = 0;  // symmetric allocation calls so far (numbered for symmetry checks)

@@ -18,6 +18,8 @@ int barrier_all() {
   if (!rt) return -1;
   // This PE's device work and memory writes complete before the others pass the barrier.
   Status s = backend::synchronize();
+  // OpenSHMEM: barrier_all completes this PE's outstanding operations (a put_nbi without quiet).
+  if (s.ok() && rt->rdma) s = rt->rdma->drain();
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (s.ok()) s = rt->boot->barrier();
   std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -54,7 +54,7 @@ const Codec& codec_of<mp::Ionic>() {
 template <typename P>
 struct FakeQp {
   const Codec& codec = codec_of<P>();
-  uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, kSqWqes* P::kWqeBytes));
+  uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, P::sq_bytes(kSqWqes)));
   std::vector<uint8_t> cq;
   uint32_t dbr[2] = {};
   uint64_t db = 0;
@@ -66,7 +66,7 @@ struct FakeQp {
   std::thread nic;
 
   explicit FakeQp(size_t max_wqes = 0) : fenced(max_wqes, 0) {
-    std::memset(sq, 0, kSqWqes * P::kWqeBytes);
+    std::memset(sq, 0, P::sq_bytes(kSqWqes));
     // mlx5: a collapsed CQ (1 entry) initialised invalid; Ionic: a zeroed ring of sq_wqes entries,
     // enough for one CQE per WQE (the engine signals every WQE).
     const uint32_t cq_entries = std::is_same_v<P, mp::Mlx5> ? 1 : kSqWqes;

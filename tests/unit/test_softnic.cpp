@@ -79,7 +79,7 @@ struct FaultEnv {
 // One QP to PE 1, PE 1's heap, this process's registered buffer, and a SoftNic serving the QP.
 template <typename P>
 struct Rig {
-  uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, kSqWqes* P::kWqeBytes));
+  uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, P::sq_bytes(kSqWqes)));
   std::vector<uint8_t> cq;
   uint32_t dbr[2] = {};
   uint64_t db = 0;
@@ -89,7 +89,7 @@ struct Rig {
   std::unique_ptr<sn::SoftNic> nic;
 
   explicit Rig(sn::SoftNicOptions options = no_env()) {
-    std::memset(sq, 0, kSqWqes * P::kWqeBytes);
+    std::memset(sq, 0, P::sq_bytes(kSqWqes));
     // mlx5: a collapsed CQ initialised invalid; the ring CQs hold one CQE per outstanding WQE.
     const uint32_t entries = std::is_same_v<P, mp::Mlx5> ? 1 : kSqWqes;
     cq.assign(entries * P::kCqeBytes, 0);

@@ -42,6 +42,8 @@ struct Bnxt {
   static constexpr uint32_t kMaxInlineBytes = bnxt::BNXT_RE_MAX_INLINE_SIZE;
   static constexpr uint32_t kCqeBytes = sizeof(bnxt::bnxt_re_req_cqe) + sizeof(bnxt::bnxt_re_bcqe);
   static constexpr bool kNativeAtomic32 = false;
+  // Bytes of an SQ of `wqes` entries, as the runtime allocates it (the ring, then the MSN table).
+  static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes + sizeof(bnxt::bnxt_re_msns)); }
   // Header, extension and one SGE: the size (in slots) of every non-inline WQE we write.
   static constexpr uint32_t kSgeWqeSlots = 3;
   // poll_cq's status for a CQE that is not a requester completion: this value | its type.
@@ -181,9 +183,35 @@ struct Bnxt {
   MORI_DEVICE static void post_msn(transport::RdmaEndpoint& ep, uint64_t index, uint32_t start_psn,
                                    uint32_t packets) {
     const uint32_t position = static_cast<uint32_t>(index & (ep.sq_wqes - 1));
-    auto* table = reinterpret_cast<bnxt::bnxt_re_msns*>(ep.sq + uint64_t{ep.sq_wqes} * kWqeBytes);
-    table[position].start_idx_next_psn_start_psn =
+    msn_table(ep)[position].start_idx_next_psn_start_psn =
         bnxt::bnxt_re_update_msn_tbl(position, start_psn + packets, start_psn);
+  }
+  MORI_DEVICE static bnxt::bnxt_re_msns* msn_table(transport::RdmaEndpoint& ep) {
+    return reinterpret_cast<bnxt::bnxt_re_msns*>(ep.sq + uint64_t{ep.sq_wqes} * kWqeBytes);
+  }
+
+  // The engine's hooks (rdma_engine.hpp). A WQE's start PSN depends on every WQE before it, so
+  // the lane that writes a WQE parks its packet count in the WQE's MSN entry (the NIC reads an
+  // entry only after the doorbell announces it), and the in-order submitter turns the batch's
+  // counts into entries, carrying the next PSN in ep.provider_state (24 bits, from 0: the QP's
+  // initial send PSN, which the runtime sets to 0 when it connects the QP).
+  MORI_DEVICE static void note_wqe(transport::RdmaEndpoint& ep, const WorkRequest& wr) {
+    const uint32_t bytes = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap
+                               ? 8u
+                               : wr.bytes;
+    msn_table(ep)[wr.index & (ep.sq_wqes - 1)].start_idx_next_psn_start_psn =
+        le64::from(psn_packets(ep, bytes));
+  }
+  MORI_DEVICE static void prepare_submit(transport::RdmaEndpoint& ep, uint64_t base,
+                                         uint64_t next) {
+    uint32_t psn = ep.provider_state;
+    for (uint64_t i = base; i < next; ++i) {
+      const uint32_t packets = static_cast<uint32_t>(
+          msn_table(ep)[i & (ep.sq_wqes - 1)].start_idx_next_psn_start_psn.get());
+      post_msn(ep, i, psn, packets);
+      psn = (psn + packets) & 0xffffff;
+    }
+    ep.provider_state = psn;
   }
 
  private:

@@ -51,6 +51,8 @@ struct Ionic {
   static constexpr uint32_t kMaxInlineBytes = sizeof(ionic_v1_pld::data);
   static constexpr uint32_t kCqeBytes = sizeof(ionic_v1_cqe);
   static constexpr bool kNativeAtomic32 = false;
+  // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
+  static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }
 
   // RDMA write (IsRead = false) or read of wr.bytes between wr.local_addr/lkey and
   // wr.remote_addr/rkey, one SGE (none when bytes == 0).

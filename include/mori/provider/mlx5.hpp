@@ -40,6 +40,8 @@ struct Mlx5 {
   static constexpr uint32_t kMaxInlineBytes = sizeof(Mlx5InlineWqe::data);  // 28
   static constexpr uint32_t kCqeBytes = sizeof(mlx5_cqe64);
   static constexpr bool kNativeAtomic32 = true;
+  // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
+  static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }
   // CqPoll::status: syndrome | vendor_err_synd << 8 for an error CQE; this bit | the CQE opcode for
   // a CQE a send queue never receives.
   static constexpr uint32_t kStatusUnexpectedCqe = 0x10000;

@@ -13,7 +13,7 @@ namespace mori::shmem {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
-inline constexpr uint32_t kGpuStatesAbiVersion = 1;
+inline constexpr uint32_t kGpuStatesAbiVersion = 2;
 
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
@@ -22,6 +22,14 @@ enum class Transport : uint8_t {
               // backend)
   kRdma = 2,  // a NIC queue pair, driven by the GPU (IBGDA)
   kSdma = 3,  // the SDMA engines (delegates to P2P until a native engine exists)
+};
+
+// The NIC family the RDMA endpoints belong to: which provider encodes their WQEs. One per job.
+enum class Nic : uint8_t {
+  kNone = 0,  // no RDMA endpoints (every PE reached by P2P/SDMA, or none set up)
+  kMlx5 = 1,
+  kBnxt = 2,
+  kIonic = 3,
 };
 
 // A buffer registered with buffer_register: [base, base + size) on this PE, the same offset on
@@ -72,14 +80,17 @@ struct GpuStates {
   const RegisteredRegion* regions;
   int32_t n_regions;
   uint32_t heap_lkey;
-  void* rdma_endpoints;  // [n_pes * num_qp_per_pe] provider endpoints (transport/rdma), null
-                         // without RDMA
+  void* rdma_endpoints;  // [n_pes * num_qp_per_pe] transport::RdmaEndpoint, entry
+                         // pe * num_qp_per_pe + qp; null without RDMA, zeroed for PEs not reached
+                         // over RDMA
   // Symmetric scratch inside the heap that the runtime reserves for device barriers and signals.
   uint64_t* internal;
   uint64_t internal_bytes;
   DeviceError* error;   // this PE's device-error record, readable by the host after a trap
   uint64_t timeout_ns;  // deadline of every device wait (MORI_SHMEM_TIMEOUT_MS); 0 waits forever
-  uint64_t reserved[6];
+  uint8_t nic;          // Nic of rdma_endpoints
+  uint8_t pad[7];
+  uint64_t reserved[5];
 };
 static_assert(sizeof(GpuStates) == 176,
               "GpuStates is the runtime/device ABI: bump kGpuStatesAbiVersion");

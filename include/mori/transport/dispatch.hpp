@@ -4,16 +4,58 @@
 //
 //   with_transport("put_nbi", pe, [&]<typename Tr>() { Tr::template put<S>("put_nbi", t, src,
 //   bytes); });
+//
+// RDMA is Rdma<Provider> for the job's NIC family (GpuStates::nic). Each provider compiled in adds
+// its instance of every family to each call site; a build for one NIC family defines the others'
+// MORI_RDMA_<NIC> to 0 (CMake: MORI_RDMA_PROVIDERS) and carries only its own.
 #pragma once
 
+#include "mori/provider/bnxt.hpp"
+#include "mori/provider/ionic.hpp"
+#include "mori/provider/mlx5.hpp"
 #include "mori/shmem/device_error.hpp"
 #include "mori/transport/p2p.hpp"
-#include "mori/transport/rdma_stub.hpp"
+#include "mori/transport/rdma.hpp"
 #include "mori/transport/sdma.hpp"
+
+#ifndef MORI_RDMA_MLX5
+#define MORI_RDMA_MLX5 1
+#endif
+#ifndef MORI_RDMA_BNXT
+#define MORI_RDMA_BNXT 1
+#endif
+#ifndef MORI_RDMA_IONIC
+#define MORI_RDMA_IONIC 1
+#endif
 
 namespace mori::transport {
 
-using Rdma = RdmaStub;
+// Runs f<Rdma<Provider>>() for the job's NIC family.
+template <typename F>
+MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
+  const auto nic = static_cast<shmem::Nic>(shmem::gpu_states().nic);
+  switch (nic) {
+#if MORI_RDMA_MLX5
+    case shmem::Nic::kMlx5:
+      return f.template operator()<Rdma<provider::Mlx5>>();
+#endif
+#if MORI_RDMA_BNXT
+    case shmem::Nic::kBnxt:
+      return f.template operator()<Rdma<provider::Bnxt>>();
+#endif
+#if MORI_RDMA_IONIC
+    case shmem::Nic::kIonic:
+      return f.template operator()<Rdma<provider::Ionic>>();
+#endif
+    default: {
+      shmem::fail({shmem::DeviceErrorCode::kNotBuilt, pe, 0, static_cast<uint64_t>(nic)},
+                  [&](shmem::Message& m) {
+                    m << call << ": PE " << pe << " is reached over RDMA, but NIC family "
+                      << static_cast<int>(nic) << " is not compiled into this code (MORI_RDMA_*)";
+                  });
+    }
+  }
+}
 
 template <typename F>
 MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
@@ -24,7 +66,7 @@ MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
     case shmem::Transport::kSdma:
       return f.template operator()<Sdma>();
     case shmem::Transport::kRdma:
-      return f.template operator()<Rdma>();
+      return with_nic(call, pe, f);
     default: {
       shmem::fail({shmem::DeviceErrorCode::kNotReachable, pe}, [&](shmem::Message& m) {
         m << call << ": PE " << pe << " is unreachable from PE " << shmem::detail::this_pe();
@@ -37,7 +79,7 @@ MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
 template <typename F>
 MORI_DEVICE void for_each_transport(F&& f) {
   f.template operator()<P2p>();
-  f.template operator()<Rdma>();
+  if (shmem::gpu_states().rdma_endpoints != nullptr) with_nic("quiet/fence", -1, f);
 }
 
 }  // namespace mori::transport

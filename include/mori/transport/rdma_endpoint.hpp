@@ -17,7 +17,8 @@ struct RdmaEndpoint {
   uint32_t* dbr;  // doorbell record (mlx5: the QP's two big-endian counters; others: see provider)
   uint64_t* db;  // doorbell register: MMIO on hardware, a word the software NIC watches on the host
   uint32_t* cq_dbr;     // CQ consumer-index record, for providers that have one (else null)
-  uint64_t* ibuf;       // landing slots for fetching atomics and g (registered with ibuf_lkey)
+  uint64_t* ibuf;  // ibuf_words(ibuf_slots) words: the landing slots of fetching atomics, g and
+                   // small gets, then a discard word, then each slot's ticket (see below)
   uint32_t sq_wqes;     // power of two
   uint32_t cq_entries;  // power of two (a collapsed mlx5 CQ has 1)
   uint32_t qpn;
@@ -33,10 +34,22 @@ struct RdmaEndpoint {
   uint64_t submitted;    // [.., submitted) are written and announced to the NIC, in posting order
   uint64_t completed;    // [.., completed) are known complete
   uint64_t cq_consumed;  // CQEs consumed so far (provider's CQ consumer index)
-  uint64_t ibuf_next;    // next ibuf slot to hand out
+  uint64_t ibuf_next;    // next ibuf ticket to hand out (slot = ticket % ibuf_slots)
   uint32_t poll_lock;    // 1 while one thread drains the CQ for everybody
-  uint32_t reserved_word;
+  uint32_t provider_state;  // provider state only the in-order submitter touches (BNXT: next PSN)
 };
 static_assert(sizeof(RdmaEndpoint) == 144, "RdmaEndpoint is part of the device-state ABI");
+
+// The ibuf's layout, for `slots` landing slots (a power of two):
+//   [0, slots)                  landing slots: a fetched value lands in its 8 bytes
+//   [slots]                     discard: where the old value of a non-fetching NIC atomic lands
+//   [slots + 1]                 padding
+//   [kIbufTickets(slots) + s]   slot s's ticket: the next ticket allowed to use it; the runtime
+//                               sets it to s, a user of ticket t sets it to t + slots when done
+// Only [0, slots + 1) is written by the NIC (registered with ibuf_lkey).
+constexpr uint64_t ibuf_discard(uint32_t slots) { return slots; }
+constexpr uint64_t ibuf_tickets(uint32_t slots) { return uint64_t{slots} + 2; }
+constexpr uint64_t ibuf_words(uint32_t slots) { return 2 * uint64_t{slots} + 2; }
+constexpr uint64_t ibuf_registered_bytes(uint32_t slots) { return (uint64_t{slots} + 1) * 8; }
 
 }  // namespace mori::transport

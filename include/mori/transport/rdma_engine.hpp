@@ -1,16 +1,8 @@
 // RdmaEngine<Provider>: the IBGDA queue protocol over one RdmaEndpoint, written once for every
 // provider (docs/rdma-engine.md, "The engine"). The provider encodes bytes; the engine owns the
 // shared indices and the concurrency: reserve, flow control, write, submit in posting order, ring,
-// poll, quiet and fence.
-//
-// This is the engine's first slice: it is not yet wired into the transport dispatch or the runtime
-// (transport/rdma_stub.hpp still traps there). What it does not do yet:
-//  - fetching atomics into ibuf slots, g and blocking get (step 9): post() takes the local address
-//    of the old value from the caller;
-//  - 32-bit atomics on providers without them (step 10): post() fails on them;
-//  - put-with-signal (step 11);
-//  - BNXT's PSN reservation and MSN table (Bnxt::post_msn): Bnxt instantiates and compiles, but
-//    its WQEs carry no PSN bookkeeping, so a BNXT NIC would reject them.
+// poll, quiet, fence, and the ibuf slots that fetched values land in. The transport built on it
+// (transport/rdma.hpp) turns device API calls into work requests.
 //
 // Signalling: every WQE is signalled. It is the simplest correct choice: completion progress never
 // depends on which WQE happens to carry the signal, and on mlx5 the collapsed CQ makes a CQE per
@@ -20,8 +12,13 @@
 //
 // Outstanding WQEs are bounded by sq_wqes - 1 for every provider (Ionic's doorbell cannot tell a
 // full ring from an empty one; mlx5's 16-bit wqe_counter needs fewer than 65536). So an SQ must be
-// deeper than the largest batch, a full warp (64 lanes): sq_wqes >= 128 on the GPU. On the host
-// backend a batch is one lane.
+// deeper than the largest batch, a full warp (64 lanes, 2 WQEs each for put-with-signal):
+// sq_wqes >= 256 on the GPU. On the host backend a batch is one lane.
+//
+// Provider hooks, optional (detected with `requires`):
+//   note_wqe(ep, wr)                  after a lane wrote its WQE (BNXT: the WQE's packet count)
+//   prepare_submit(ep, base, next)    by the in-order submitter, before the doorbell (BNXT: the
+//                                     PSNs of the MSN table, in posting order)
 //
 // The failure record: on an error completion or a timeout the engine fills DeviceError's qp,
 // sq_posted (ep.submitted), sq_completed and cq_consumed (low 32 bits) before fail() records the
@@ -54,15 +51,24 @@ struct RdmaEngine {
   // the QP to PE `pe` (used in failure messages only). Every active lane may call it at once: the
   // lanes post as one batch of consecutive WQEs. Returns this lane's SQ index. On return the WQE is
   // announced to the NIC (not necessarily complete: see quiet()).
-  MORI_DEVICE static uint64_t post(RdmaEndpoint& ep, WorkRequest wr, int pe = -1) {
+  MORI_DEVICE static uint64_t post(RdmaEndpoint& ep, const WorkRequest& wr, int pe = -1) {
+    const WorkRequest one[1] = {wr};
+    return post_n(ep, one, pe);
+  }
+
+  // Posts K consecutive WQEs per lane (put-with-signal: the data, then the signal), all active
+  // lanes as one batch, so nothing of another thread falls between a lane's K. Returns the SQ index
+  // of this lane's first.
+  template <uint32_t K>
+  MORI_DEVICE static uint64_t post_n(RdmaEndpoint& ep, const WorkRequest (&wrs)[K], int pe = -1) {
     // 1. reserve: the lowest active lane reserves for the batch and broadcasts the base.
     const uint64_t active = platform::active_mask();
     const int lane = platform::lane_id();
     const int leader = __builtin_ctzll(active);
     const int last = 63 - __builtin_clzll(active);
-    const uint32_t count = static_cast<uint32_t>(__builtin_popcountll(active));
+    const uint32_t count = K * static_cast<uint32_t>(__builtin_popcountll(active));
     const uint32_t rank =
-        static_cast<uint32_t>(__builtin_popcountll(active & ((uint64_t{1} << lane) - 1)));
+        K * static_cast<uint32_t>(__builtin_popcountll(active & ((uint64_t{1} << lane) - 1)));
     uint64_t reservation = 0;
     if (lane == leader) {
       reservation = reserve(ep, count);
@@ -74,19 +80,59 @@ struct RdmaEngine {
 
     // 3. write. The fence bit, when this batch consumed one, goes on its first WQE: the first WQE
     // reserved after the fence() call.
-    wr.index = base + rank;
-    wr.qpn = ep.qpn;
-    wr.sq_wqes = ep.sq_wqes;
-    wr.signaled = 1;
-    if (rank == 0 && (reservation & kFenceNext)) wr.fence = 1;
-    void* wqe = ep.sq + (wr.index & (ep.sq_wqes - 1)) * Provider::kWqeBytes;
-    write(wqe, wr, ep, pe);
+    void* wqe = nullptr;
+    for (uint32_t k = 0; k < K; ++k) {
+      WorkRequest wr = wrs[k];
+      wr.index = base + rank + k;
+      wr.qpn = ep.qpn;
+      wr.sq_wqes = ep.sq_wqes;
+      wr.signaled = 1;
+      if (rank + k == 0 && (reservation & kFenceNext)) wr.fence = 1;
+      wqe = ep.sq + (wr.index & (ep.sq_wqes - 1)) * Provider::kWqeBytes;
+      write(wqe, wr, ep, pe);
+      if constexpr (requires { Provider::note_wqe(ep, wr); }) Provider::note_wqe(ep, wr);
+    }
 
     // 4.-5. submit and ring in posting order, by the batch's last lane (it holds the last WQE,
     // which some providers' doorbells copy). Waiting per lane instead would deadlock a converged
     // wavefront: lane i would spin on a store of lane i - 1, which cannot run until lane i exits.
     if (lane == last) submit(ep, base, base + count, wqe, pe);
-    return wr.index;
+    return base + rank;
+  }
+
+  // Posts `wr`, whose result the NIC writes to local memory (a read of at most 8 bytes, a
+  // fetch-add, a compare-swap), with its landing place an ibuf slot; waits for its completion and
+  // returns the slot's 8 bytes. Slots are handed out by ticket; a slot's next user waits until
+  // the previous one has read it out, so a slot is never overwritten while still unread.
+  MORI_DEVICE static uint64_t fetch(RdmaEndpoint& ep, WorkRequest wr, int pe = -1) {
+    using platform::MemOrder, platform::MemScope;
+    const uint64_t ticket =
+        platform::atomic_fetch_add<MemOrder::Relaxed, MemScope::System>(&ep.ibuf_next, uint64_t{1});
+    const uint64_t slot = ticket & (ep.ibuf_slots - 1);
+    uint64_t* gate = ep.ibuf + ibuf_tickets(ep.ibuf_slots) + slot;
+    // Acquire: the previous user's read of the slot happened before we let the NIC overwrite it.
+    shmem::detail::spin_until(
+        [&] { return platform::atomic_load<MemOrder::Acquire, MemScope::System>(gate) == ticket; },
+        [&] { time_out(ep, pe, "fetch (waiting for an ibuf slot)"); });
+    wr.local_addr = reinterpret_cast<uint64_t>(ep.ibuf + slot);
+    wr.lkey = ep.ibuf_lkey;
+    const uint64_t index = post(ep, wr, pe);
+    wait_complete(ep, index + 1, pe, "fetch");
+    const uint64_t value = platform::atomic_load<MemOrder::Relaxed, MemScope::System>(ep.ibuf + slot);
+    platform::atomic_store<MemOrder::Release, MemScope::System>(gate, ticket + ep.ibuf_slots);
+    return value;
+  }
+
+  // Where the old value of an atomic nobody reads may land (wr.local_addr, wr.lkey).
+  MORI_DEVICE static void discard_result(const RdmaEndpoint& ep, WorkRequest& wr) {
+    wr.local_addr = reinterpret_cast<uint64_t>(ep.ibuf + ibuf_discard(ep.ibuf_slots));
+    wr.lkey = ep.ibuf_lkey;
+  }
+
+  // Waits until WQEs [.., next) are complete; `call` names the waiter in a timeout message.
+  MORI_DEVICE static void wait_complete(RdmaEndpoint& ep, uint64_t next, int pe, const char* call) {
+    shmem::detail::spin_until([&] { return completed_at_least(ep, next, pe); },
+                              [&] { time_out(ep, pe, call); });
   }
 
   // Drains the CQ if no other thread is doing it: advances ep.completed. Returns whether it
@@ -134,8 +180,7 @@ struct RdmaEngine {
     // post() returns after its batch is submitted, so this thread's WQEs are below the target.
     const uint64_t target =
         platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.submitted);
-    shmem::detail::spin_until([&] { return completed_at_least(ep, target, pe); },
-                              [&] { time_out(ep, pe, "quiet"); });
+    wait_complete(ep, target, pe, "quiet");
   }
 
   // Orders this thread's later WQEs on `ep` after its earlier reads and atomics (writes after
@@ -189,8 +234,7 @@ struct RdmaEngine {
     // overwrite; without it our WQE stores could overtake the completion we waited for.
     // The first sq_wqes - 1 WQEs of the QP's life need no room (and next - limit would wrap).
     const uint64_t target = next > limit ? next - limit : 0;
-    shmem::detail::spin_until([&] { return completed_at_least(ep, target, pe); },
-                              [&] { time_out(ep, pe, "post (waiting for a free WQE)"); });
+    wait_complete(ep, target, pe, "post (waiting for a free WQE)");
   }
 
   // True once ep.completed >= target; polls the CQ otherwise.
@@ -218,7 +262,7 @@ struct RdmaEngine {
           shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, wr.remote_addr, 4},
                       [&](shmem::Message& m) {
                         m << "RDMA " << Provider::kName
-                          << ": 32-bit atomics are not emulated yet, qp " << ep.qpn;
+                          << " has no 32-bit atomics (the transport emulates them), qp " << ep.qpn;
                       });
         }
         Provider::post_atomic(wqe, wr);
@@ -242,6 +286,8 @@ struct RdmaEngine {
     // NIC to fetch them (else the NIC may read a slot's previous pass). The other lanes' WQEs: on
     // amdgcn the batch is one wavefront, whose stores this fence's wait covers (one instruction
     // stream); on the host backend the batch is this lane alone.
+    if constexpr (requires { Provider::prepare_submit(ep, base, next); })
+      Provider::prepare_submit(ep, base, next);
     platform::fence<MemOrder::Release, MemScope::System>();
     Provider::ring_doorbell(ep, next, last_wqe);  // the only doorbell call site
     // Release: the next ringer's acquire orders its doorbell after ours (see above).

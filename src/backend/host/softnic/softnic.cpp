@@ -6,9 +6,13 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+
+#include <sys/uio.h>
+#include <cerrno>
 
 namespace mori::softnic {
 namespace {
@@ -72,7 +76,7 @@ Status parse_faults(std::string_view text, Faults* faults) {
 
 SoftNic::SoftNic(const Codec& codec, std::vector<ServedEndpoint> endpoints, MemoryTable memory,
                  SoftNicOptions options)
-    : codec_(codec), memory_(std::move(memory)), options_(options) {
+    : codec_(codec), memory_(std::move(memory)), options_(options), processed_(endpoints.size()) {
   queues_.reserve(endpoints.size());
   for (const ServedEndpoint& e : endpoints) queues_.emplace_back().served = e;
 }
@@ -96,6 +100,27 @@ void SoftNic::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void SoftNic::set_memory(MemoryTable memory) {
+  std::lock_guard<std::mutex> lock(memory_mutex_);
+  memory_ = std::move(memory);
+}
+
+bool SoftNic::drain(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    // ep.submitted: the engine's announced index (release-stored after each doorbell).
+    const uint64_t target =
+        std::atomic_ref<uint64_t>(queues_[i].served.ep->submitted).load(std::memory_order_acquire);
+    for (;;) {
+      const uint64_t done = processed_[i].load(std::memory_order_acquire);
+      if (done == kBroken || done >= target) break;
+      if (!thread_.joinable() || std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  return true;
+}
+
 std::string SoftNic::qp_error(size_t i) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return i < queues_.size() ? queues_[i].error : std::string{};
@@ -108,7 +133,11 @@ void SoftNic::run() {
   uint32_t idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     bool progress = false;
-    for (Queue& q : queues_) progress |= service(q);
+    for (size_t i = 0; i < queues_.size(); ++i) {
+    Queue& q = queues_[i];
+    progress |= service(q);
+    processed_[i].store(q.broken ? kBroken : q.next, std::memory_order_release);
+  }
     if (progress) {
       idle = 0;
     } else if (idle < options_.spin_rounds) {
@@ -158,6 +187,10 @@ bool SoftNic::service(Queue& q) {
       q.broken = true;
       std::lock_guard<std::mutex> lock(mutex_);
       q.error = "WQE " + std::to_string(index) + ": " + why;
+      if (!options_.log_prefix.empty()) {
+        std::fprintf(stderr, "%sqp %u: %s\n", options_.log_prefix.c_str(), ep.qpn,
+                     q.error.c_str());
+      }
       return true;
     }
     executed_.fetch_add(1, std::memory_order_relaxed);
@@ -167,19 +200,42 @@ bool SoftNic::service(Queue& q) {
   return true;
 }
 
-void* SoftNic::translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes,
-                                std::string* why) {
+bool SoftNic::translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes,
+                               RemoteSpan* out, std::string* why) const {
   for (const RemoteRegion& r : memory_.remote) {
     if (r.pe != pe || r.rkey != rkey) continue;
     if (!inside(addr, bytes, r.remote_base, r.bytes)) {
       *why = "remote range " + hex(addr) + " + " + std::to_string(bytes) + " outside rkey " +
              hex(rkey) + "'s region " + hex(r.remote_base) + " + " + std::to_string(r.bytes);
-      return nullptr;
+      return false;
     }
-    return static_cast<uint8_t*>(r.mapped) + (addr - r.remote_base);
+    out->pid = r.pid;
+    out->addr = addr;
+    out->mapped = r.mapped ? static_cast<uint8_t*>(r.mapped) + (addr - r.remote_base) : nullptr;
+    return true;
   }
   *why = "rkey " + hex(rkey) + " not registered for PE " + std::to_string(pe);
-  return nullptr;
+  return false;
+}
+
+// Moves `bytes` between local memory and `remote` (to_remote: a write).
+bool SoftNic::copy_remote(const RemoteSpan& remote, void* local, uint64_t bytes, bool to_remote,
+                          std::string* why) const {
+  if (remote.mapped) {
+    if (to_remote)
+      std::memmove(remote.mapped, local, bytes);
+    else
+      std::memmove(local, remote.mapped, bytes);
+    return true;
+  }
+  const iovec mine{local, bytes};
+  const iovec theirs{reinterpret_cast<void*>(remote.addr), bytes};
+  const ssize_t n = to_remote ? process_vm_writev(remote.pid, &mine, 1, &theirs, 1, 0)
+                              : process_vm_readv(remote.pid, &mine, 1, &theirs, 1, 0);
+  if (n == static_cast<ssize_t>(bytes)) return true;
+  *why = std::string(to_remote ? "process_vm_writev" : "process_vm_readv") + " to pid " +
+         std::to_string(remote.pid) + " failed: " + (n < 0 ? std::strerror(errno) : "short copy");
+  return false;
 }
 
 bool SoftNic::local_ok(uint32_t lkey, uint64_t addr, uint64_t bytes, std::string* why) const {
@@ -198,6 +254,8 @@ bool SoftNic::local_ok(uint32_t lkey, uint64_t addr, uint64_t bytes, std::string
 // request's form, the local key (the requester's own DMA), then the remote key (the responder's).
 CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::string* why) {
   const int pe = q.served.target_pe;
+  std::lock_guard<std::mutex> lock(memory_mutex_);
+  RemoteSpan remote;
   const bool atomic = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
   if (atomic) {
     if (wr.width != 4 && wr.width != 8) {
@@ -209,25 +267,38 @@ CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::st
       return CompletionStatus::kRemoteInvalidRequest;
     }
     if (!local_ok(wr.lkey, wr.local_addr, wr.width, why)) return CompletionStatus::kLocalProtection;
-    void* remote = translate_remote(pe, wr.rkey, wr.remote_addr, wr.width, why);
-    if (remote == nullptr) return CompletionStatus::kRemoteAccess;
+    if (!translate_remote(pe, wr.rkey, wr.remote_addr, wr.width, &remote, why))
+      return CompletionStatus::kRemoteAccess;
+    if (remote.mapped == nullptr) {
+      *why = "atomic on PE " + std::to_string(pe) +
+             "'s registered buffer: the software NIC reaches that private memory only by "
+             "process_vm_writev, which is not atomic";
+      return CompletionStatus::kRemoteInvalidRequest;
+    }
     // std::atomic_ref needs the mapping aligned too (a region mapped at an odd offset).
-    if (reinterpret_cast<uintptr_t>(remote) % wr.width != 0) {
+    if (reinterpret_cast<uintptr_t>(remote.mapped) % wr.width != 0) {
       *why = "atomic target " + hex(wr.remote_addr) + " misaligned in this process's mapping";
       return CompletionStatus::kRemoteInvalidRequest;
     }
-    const uint64_t old = wr.width == 8 ? remote_atomic<uint64_t>(remote, wr)
-                                       : uint64_t{remote_atomic<uint32_t>(remote, wr)};
+    const uint64_t old = wr.width == 8 ? remote_atomic<uint64_t>(remote.mapped, wr)
+                                       : uint64_t{remote_atomic<uint32_t>(remote.mapped, wr)};
     // The old value's bytes as the responder returns them (little-endian host: the low bytes).
     std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, wr.width);
     return CompletionStatus::kSuccess;
   }
   switch (wr.opcode) {
     case Opcode::kWriteInline: {
-      void* remote = translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, why);
-      if (remote == nullptr) return CompletionStatus::kRemoteAccess;
-      if (wr.bytes != 0) std::memcpy(remote, wr.inline_data, wr.bytes);
-      return CompletionStatus::kSuccess;
+      if (!translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, &remote, why))
+        return CompletionStatus::kRemoteAccess;
+      if (wr.bytes == 0) return CompletionStatus::kSuccess;
+      uint8_t data[256];
+      if (wr.bytes > sizeof data) {  // the codecs reject longer inline data; never overrun
+        *why = "inline write of " + std::to_string(wr.bytes) + " bytes";
+        return CompletionStatus::kLocalLength;
+      }  // copied out of the WQE: process_vm_writev wants a mutable iovec
+      std::memcpy(data, wr.inline_data, std::min<size_t>(wr.bytes, sizeof data));
+      return copy_remote(remote, data, wr.bytes, true, why) ? CompletionStatus::kSuccess
+                                                            : CompletionStatus::kRemoteAccess;
     }
     case Opcode::kWrite:
     case Opcode::kRead: {
@@ -235,15 +306,12 @@ CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::st
       if (wr.bytes == 0) return CompletionStatus::kSuccess;
       if (!local_ok(wr.lkey, wr.local_addr, wr.bytes, why))
         return CompletionStatus::kLocalProtection;
-      void* remote = translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, why);
-      if (remote == nullptr) return CompletionStatus::kRemoteAccess;
-      auto* local = reinterpret_cast<void*>(wr.local_addr);
-      if (wr.opcode == Opcode::kWrite) {
-        std::memmove(remote, local, wr.bytes);
-      } else {
-        std::memmove(local, remote, wr.bytes);
-      }
-      return CompletionStatus::kSuccess;
+      if (!translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, &remote, why))
+        return CompletionStatus::kRemoteAccess;
+      return copy_remote(remote, reinterpret_cast<void*>(wr.local_addr), wr.bytes,
+                         wr.opcode == Opcode::kWrite, why)
+                 ? CompletionStatus::kSuccess
+                 : CompletionStatus::kRemoteAccess;
     }
     default:
       *why = "opcode " + std::to_string(static_cast<unsigned>(wr.opcode)) + " not executed";

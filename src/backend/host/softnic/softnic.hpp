@@ -4,8 +4,9 @@
 // registration table, executes the request on the target PE's memory (mapped into this process)
 // and writes the completion in the provider's format.
 //
-// Standalone for now: nothing in init creates one yet (the runtime would build the table from the
-// heaps' peer_base() mappings and the keys PEs exchange).
+// The runtime creates one per PE when PEs are reached over RDMA on the host backend
+// (backend/host/rdma_softnic.cpp), with the tables built from the heaps' peer_base() mappings and
+// the keys PEs derive in step; buffer_register updates them (set_memory).
 //
 // Error semantics, as an RC QP: the first failed request completes with its error status and puts
 // the QP in the error state. Later WQEs of that QP are neither executed nor completed. A real NIC
@@ -21,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -35,14 +37,17 @@
 namespace mori::softnic {
 
 // A PE's registered memory as the NIC reaches it: [remote_base, +bytes) in that PE's own address
-// space (what its WQEs' remote_addr name), mapped in this process at `mapped` (the heap's
-// peer_base(pe)).
+// space (what its WQEs' remote_addr name), either mapped in this process at `mapped` (the heap's
+// peer_base(pe)) or, when `mapped` is null, private to process `pid` (a registered buffer), which
+// the NIC reads and writes with process_vm_readv / process_vm_writev. Atomics need the mapping:
+// on a pid-only region they complete with a remote invalid request error.
 struct RemoteRegion {
   int pe;
   uint64_t remote_base;
   uint64_t bytes;
   uint32_t rkey;
   void* mapped;
+  int pid = 0;
 };
 
 // This process's registered memory: WQEs' local_addr must fall in the region of their lkey.
@@ -77,6 +82,8 @@ struct SoftNicOptions {
   bool read_env = true;        // start() merges MORI_SOFTNIC_FAULT into `faults`
   uint32_t spin_rounds = 64;   // idle rounds that only yield before the NIC starts sleeping
   uint32_t max_sleep_us = 50;  // the idle backoff's ceiling: the doorbell-to-execution latency
+  std::string log_prefix;      // non-empty: a QP entering the error state is logged to stderr
+                               // as one line, "<prefix>qp <n>: WQE <i>: <why>"
 };
 
 class SoftNic {
@@ -91,6 +98,13 @@ class SoftNic {
   Status start();
   // Joins the NIC thread. Idempotent.
   void stop();
+
+  // Replaces the registration tables (buffer_register / buffer_deregister). Requests after the
+  // call see the new tables.
+  void set_memory(MemoryTable memory);
+  // Waits until every WQE announced so far on every served QP has been processed (or its QP is in
+  // the error state), for at most `timeout`. Returns whether it got there.
+  bool drain(std::chrono::milliseconds timeout);
 
   // Why endpoint i's QP entered the error state ("" while it has not), e.g.
   // "WQE 3: rkey 0x99 not registered for PE 1".
@@ -111,7 +125,16 @@ class SoftNic {
   void run();
   bool service(Queue& q);
   CompletionStatus execute(const Queue& q, const provider::WorkRequest& wr, std::string* why);
-  void* translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes, std::string* why);
+  // Where a remote range lives: mapped here (`mapped` set) or in process `pid` at `addr`.
+  struct RemoteSpan {
+    void* mapped = nullptr;
+    int pid = 0;
+    uint64_t addr = 0;
+  };
+  bool translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes, RemoteSpan* out,
+                        std::string* why) const;
+  bool copy_remote(const RemoteSpan& remote, void* local, uint64_t bytes, bool to_remote,
+                   std::string* why) const;
   bool local_ok(uint32_t lkey, uint64_t addr, uint64_t bytes, std::string* why) const;
 
   const Codec& codec_;
@@ -120,7 +143,11 @@ class SoftNic {
   SoftNicOptions options_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> executed_{0};
-  mutable std::mutex mutex_;
+  mutable std::mutex mutex_;         // guards the queues' error texts
+  mutable std::mutex memory_mutex_;  // guards memory_
+  // Per queue: WQEs processed so far, kBroken once the QP is in the error state (read by drain).
+  static constexpr uint64_t kBroken = ~uint64_t{0};
+  std::vector<std::atomic<uint64_t>> processed_;
   std::thread thread_;
 };
 

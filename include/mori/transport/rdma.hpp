@@ -1,0 +1,338 @@
+// The RDMA transport (IBGDA): device API families as work requests on the queue pairs of
+// GpuStates::rdma_endpoints, posted through RdmaEngine<Provider>. Written once; the provider
+// (provider/mlx5.hpp, bnxt.hpp, ionic.hpp) only encodes bytes.
+//
+//   put        the scope's leader posts one RDMA write (an inline write up to the provider's
+//              inline limit, else a write from the source's registered memory)
+//   get        the leader posts one RDMA read into the destination's registered memory
+//   p          an inline write of the value
+//   g          a read into an ibuf slot, awaited
+//   atomics    fetch-add and compare-swap are NIC atomics; every other operation is a
+//              compare-swap loop (a NIC has no atomic and/or/xor/swap/set); a 32-bit operation on
+//              a NIC without 32-bit atomics is a 64-bit compare-swap loop on the aligned 8 bytes
+//              that hold it (a 64-bit add would carry into the neighbour)
+//   put_signal the data write and the signal (inline write or fetch-add) in one reservation, so
+//              that they are consecutive WQEs of the QP: the QP executes them in order
+//   quiet      every QP of the PE (or of every RDMA PE, or one QP) drained up to its submit index
+//   fence      the provider's fence flag on each QP's next WQE (RdmaEngine::fence)
+//
+// Local memory: a write's source and a read's destination are reached through a memory key, so
+// they must lie in the symmetric heap or a registered buffer (buffer_register), as with NVSHMEM's
+// remote transports. Inline writes carry their bytes in the WQE and need no key, so small puts
+// and p work from any memory. A put_nbi's source must stay unchanged until the next quiet.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "mori/core/scope.hpp"
+#include "mori/shmem/address.hpp"
+#include "mori/shmem/amo.hpp"
+#include "mori/shmem/device_error.hpp"
+#include "mori/transport/rdma_engine.hpp"
+
+namespace mori::transport {
+
+template <typename Provider>
+struct Rdma {
+  using Engine = RdmaEngine<Provider>;
+  using WorkRequest = provider::WorkRequest;
+  using Opcode = provider::Opcode;
+  static constexpr const char* kName = Provider::kName;
+  // The largest RDMA message: an IB message is at most 2^31 bytes; larger transfers are split.
+  static constexpr uint64_t kMaxMessage = uint64_t{1} << 30;
+
+  template <Scope S>
+  MORI_DEVICE static void put(const char* call, const RemoteTarget& dst, const void* src,
+                              uint64_t bytes) {
+    if (!S::leader() || bytes == 0) return;
+    RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
+    WorkRequest wr = remote(dst);
+    if (bytes <= Provider::kMaxInlineBytes) {
+      wr.opcode = Opcode::kWriteInline;
+      wr.inline_data = src;
+      wr.bytes = static_cast<uint32_t>(bytes);
+      Engine::post(ep, wr, dst.pe);
+      return;
+    }
+    wr.opcode = Opcode::kWrite;
+    wr.lkey = local_key(call, src, bytes, dst.pe, "source");
+    post_chunks(ep, wr, reinterpret_cast<uint64_t>(src), bytes, dst.pe);
+  }
+
+  template <Scope S>
+  MORI_DEVICE static void get(const char* call, void* dst, const RemoteTarget& src,
+                              uint64_t bytes) {
+    if (!S::leader() || bytes == 0) return;
+    RdmaEndpoint& ep = endpoint(call, src.pe, src.qp);
+    WorkRequest wr = remote(src);
+    wr.opcode = Opcode::kRead;
+    wr.lkey = local_key(call, dst, bytes, src.pe, "destination");
+    post_chunks(ep, wr, reinterpret_cast<uint64_t>(dst), bytes, src.pe);
+  }
+
+  template <typename T>
+  MORI_DEVICE static void p(const char* call, const RemoteTarget& dst, T value) {
+    RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
+    WorkRequest wr = remote(dst);
+    wr.opcode = Opcode::kWriteInline;
+    wr.inline_data = &value;  // copied into the WQE before post returns
+    wr.bytes = sizeof(T);
+    Engine::post(ep, wr, dst.pe);
+  }
+
+  template <typename T>
+  MORI_DEVICE static T g(const char* call, const RemoteTarget& src) {
+    static_assert(sizeof(T) <= 8, "g fetches at most one 8-byte ibuf slot");
+    RdmaEndpoint& ep = endpoint(call, src.pe, src.qp);
+    WorkRequest wr = remote(src);
+    wr.opcode = Opcode::kRead;
+    wr.bytes = sizeof(T);
+    const uint64_t raw = Engine::fetch(ep, wr, src.pe);
+    T value;
+    __builtin_memcpy(&value, &raw, sizeof(T));  // the slot's low bytes (little-endian)
+    return value;
+  }
+
+  // Any code of the ABI's atomicType on a 32- or 64-bit integer. Non-fetching codes return 0.
+  template <typename T>
+  MORI_DEVICE static T amo(const char* call, shmem::atomicType op, const RemoteTarget& dst, T value,
+                           T compare) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "NIC atomics are 4 or 8 bytes");
+    using U = std::make_unsigned_t<T>;
+    RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
+    const U v = static_cast<U>(value), c = static_cast<U>(compare);
+    constexpr bool kNative = sizeof(T) == 8 || Provider::kNativeAtomic32;
+    switch (op) {
+      case shmem::AMO_INC:
+      case shmem::AMO_ADD:
+      case shmem::AMO_SIGNAL_ADD:
+        if constexpr (kNative) {
+          WorkRequest wr =
+              atomic(dst, Opcode::kFetchAdd, op == shmem::AMO_INC ? U{1} : v, 0, sizeof(T));
+          Engine::discard_result(ep, wr);
+          Engine::post(ep, wr, dst.pe);
+          return 0;
+        }
+        break;  // emulated below
+      case shmem::AMO_FETCH:
+      case shmem::AMO_FETCH_INC:
+      case shmem::AMO_FETCH_ADD:
+        if constexpr (kNative) {
+          const U add = op == shmem::AMO_FETCH ? U{0} : op == shmem::AMO_FETCH_INC ? U{1} : v;
+          return static_cast<T>(
+              Engine::fetch(ep, atomic(dst, Opcode::kFetchAdd, add, 0, sizeof(T)), dst.pe));
+        }
+        break;
+      case shmem::AMO_COMPARE_SWAP:
+        if constexpr (kNative)
+          return static_cast<T>(
+              Engine::fetch(ep, atomic(dst, Opcode::kCompareSwap, v, c, sizeof(T)), dst.pe));
+        break;
+      case shmem::AMO_SET:
+      case shmem::AMO_SIGNAL:
+      case shmem::AMO_SIGNAL_SET:
+      case shmem::AMO_AND:
+      case shmem::AMO_OR:
+      case shmem::AMO_XOR:
+      case shmem::AMO_FETCH_AND:
+      case shmem::AMO_FETCH_OR:
+      case shmem::AMO_FETCH_XOR:
+      case shmem::AMO_SWAP:
+        break;
+      default:
+        shmem::fail({shmem::DeviceErrorCode::kBadArgument, dst.pe, 0}, [&](shmem::Message& m) {
+          m << call << ": " << static_cast<int>(op) << " is not an atomic operation code (PE "
+            << dst.pe << ")";
+        });
+    }
+    const U old = compare_swap_loop<U>(ep, dst, [&](U current) { return apply(op, current, v, c); });
+    return shmem::is_fetching(op) ? static_cast<T>(old) : T{0};
+  }
+
+  // The data, then the signal, as two consecutive WQEs of one reservation. Both are writes, or a
+  // write and a fetch-add; the QP executes them in order, so the signal lands after the data.
+  template <Scope S>
+  MORI_DEVICE static void put_signal(const char* call, const RemoteTarget& dst, const void* src,
+                                     uint64_t bytes, const RemoteTarget& signal, uint64_t value,
+                                     shmem::atomicType op) {
+    if (!S::leader()) return;
+    RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
+    WorkRequest data = remote(dst);
+    if (bytes <= Provider::kMaxInlineBytes) {
+      data.opcode = Opcode::kWriteInline;
+      data.inline_data = src;
+      data.bytes = static_cast<uint32_t>(bytes);
+    } else if (bytes <= kMaxMessage) {
+      data.opcode = Opcode::kWrite;
+      data.lkey = local_key(call, src, bytes, dst.pe, "source");
+      data.local_addr = reinterpret_cast<uint64_t>(src);
+      data.bytes = static_cast<uint32_t>(bytes);
+    } else {  // the bulk first, then the last chunk together with the signal
+      put<Thread>(call, dst, src, bytes - kMaxMessage);
+      RemoteTarget tail = dst;
+      tail.ref.offset += bytes - kMaxMessage;
+      put_signal<Thread>(call, tail, static_cast<const char*>(src) + (bytes - kMaxMessage),
+                         kMaxMessage, signal, value, op);
+      return;
+    }
+    WorkRequest sig = remote(signal);
+    if (op == shmem::AMO_SIGNAL_ADD) {
+      sig = atomic(signal, Opcode::kFetchAdd, value, 0, 8);
+      Engine::discard_result(ep, sig);
+    } else {  // AMO_SIGNAL_SET: the NIC has no atomic store; an 8-byte write is one
+      sig.opcode = Opcode::kWriteInline;
+      sig.inline_data = &value;
+      sig.bytes = sizeof(value);
+    }
+    const WorkRequest pair[2] = {data, sig};
+    Engine::post_n(ep, pair, dst.pe);
+  }
+
+  // pe < 0: every PE reached over RDMA; qp < 0: every QP of the PE.
+  MORI_DEVICE static void quiet(int pe, int qp) {
+    for_each_endpoint(pe, qp, [&](RdmaEndpoint& ep, int p) { Engine::quiet(ep, p); });
+  }
+  MORI_DEVICE static void fence(int pe, int qp) {
+    for_each_endpoint(pe, qp, [&](RdmaEndpoint& ep, int) { Engine::fence(ep); });
+  }
+
+ private:
+  MORI_DEVICE static RdmaEndpoint& endpoint(const char* call, int pe, int qp) {
+    const shmem::GpuStates& s = shmem::gpu_states();
+    if (qp < 0 || qp >= s.num_qp_per_pe) {
+      shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, 0, static_cast<uint64_t>(qp)},
+                  [&](shmem::Message& m) {
+                    m << call << ": qp " << qp << " is out of range [0, " << s.num_qp_per_pe
+                      << ") (PE " << pe << ", MORI_NUM_QP_PER_PE)";
+                  });
+    }
+    return static_cast<RdmaEndpoint*>(s.rdma_endpoints)[pe * s.num_qp_per_pe + qp];
+  }
+
+  // The remote address and key of `t` (RDMA names the target in its own PE's address space).
+  MORI_DEVICE static WorkRequest remote(const RemoteTarget& t) {
+    const shmem::GpuStates& s = shmem::gpu_states();
+    WorkRequest wr{};
+    wr.remote_addr = shmem::remote_address(t);
+    wr.rkey = t.ref.region < 0 ? s.rkeys[t.pe] : s.regions[t.ref.region].rkeys[t.pe];
+    return wr;
+  }
+
+  MORI_DEVICE static WorkRequest atomic(const RemoteTarget& t, Opcode op, uint64_t operand,
+                                        uint64_t compare, uint8_t width) {
+    WorkRequest wr = remote(t);
+    wr.opcode = op;
+    wr.width = width;
+    wr.operand = operand;
+    wr.compare = compare;
+    return wr;
+  }
+
+  // The lkey of local [addr, addr + bytes); fails naming the call when that memory has none.
+  MORI_DEVICE static uint32_t local_key(const char* call, const void* addr, uint64_t bytes, int pe,
+                                        const char* role) {
+    const shmem::GpuStates& s = shmem::gpu_states();
+    shmem::SymmetricRef ref;
+    const uint64_t a = reinterpret_cast<uint64_t>(addr);
+    if (!shmem::locate(a, bytes, &ref)) {
+      shmem::fail({shmem::DeviceErrorCode::kBadAddress, pe, a}, [&](shmem::Message& m) {
+        m << call << ": local " << role << " " << hex(a) << " (" << bytes
+          << " bytes) has no RDMA key: use heap or buffer_register memory (PE " << pe << ")";
+      });
+    }
+    return ref.region < 0 ? s.heap_lkey : s.regions[ref.region].lkey;
+  }
+
+  // Posts wr (a write or a read with its key set) over [local, local + bytes), split into
+  // messages of at most kMaxMessage.
+  MORI_DEVICE static void post_chunks(RdmaEndpoint& ep, WorkRequest wr, uint64_t local,
+                                      uint64_t bytes, int pe) {
+    for (uint64_t done = 0; done < bytes; done += kMaxMessage) {
+      const uint64_t n = bytes - done < kMaxMessage ? bytes - done : kMaxMessage;
+      WorkRequest chunk = wr;
+      chunk.local_addr = local + done;
+      chunk.remote_addr = wr.remote_addr + done;
+      chunk.bytes = static_cast<uint32_t>(n);
+      Engine::post(ep, chunk, pe);
+    }
+  }
+
+  template <typename U>
+  MORI_DEVICE static U apply(shmem::atomicType op, U current, U v, U c) {
+    switch (op) {
+      case shmem::AMO_INC:
+      case shmem::AMO_FETCH_INC:
+        return current + U{1};
+      case shmem::AMO_ADD:
+      case shmem::AMO_SIGNAL_ADD:
+      case shmem::AMO_FETCH_ADD:
+        return current + v;
+      case shmem::AMO_AND:
+      case shmem::AMO_FETCH_AND:
+        return current & v;
+      case shmem::AMO_OR:
+      case shmem::AMO_FETCH_OR:
+        return current | v;
+      case shmem::AMO_XOR:
+      case shmem::AMO_FETCH_XOR:
+        return current ^ v;
+      case shmem::AMO_FETCH:
+        return current;
+      case shmem::AMO_COMPARE_SWAP:
+        return current == c ? v : current;
+      default:  // AMO_SET, AMO_SIGNAL, AMO_SIGNAL_SET, AMO_SWAP
+        return v;
+    }
+  }
+
+  // Atomically replaces the value U at `t` with next(old) by NIC compare-swaps; returns old. A
+  // 4-byte U on a NIC without 4-byte atomics swaps the aligned 8 bytes that hold it, keeping the
+  // neighbouring 4 bytes as they are.
+  template <typename U, typename Next>
+  MORI_DEVICE static U compare_swap_loop(RdmaEndpoint& ep, const RemoteTarget& t, Next&& next) {
+    constexpr bool kWide = sizeof(U) == 4 && !Provider::kNativeAtomic32;
+    RemoteTarget word = t;
+    uint32_t shift = 0;
+    if constexpr (kWide) {
+      const uint64_t addr = shmem::remote_address(t);
+      shift = static_cast<uint32_t>(addr & 4) * 8;  // little-endian: the high half at +4
+      word.ref.offset -= addr & 4;
+    }
+    constexpr uint8_t kWidth = kWide ? 8 : sizeof(U);
+    auto post = [&](Opcode op, uint64_t operand, uint64_t compare) {
+      const WorkRequest wr = atomic(word, op, operand, compare, kWidth);
+      const uint64_t got = Engine::fetch(ep, wr, t.pe);
+      // A 4-byte NIC atomic returns 4 bytes; the slot's other 4 are stale.
+      return kWidth == 4 ? got & 0xffffffffull : got;
+    };
+    auto narrow = [&](uint64_t w) { return static_cast<U>(kWide ? w >> shift : w); };
+    auto widen = [&](uint64_t w, U value) {
+      if constexpr (!kWide) return static_cast<uint64_t>(value);
+      const uint64_t mask = uint64_t{0xffffffff} << shift;
+      return (w & ~mask) | (static_cast<uint64_t>(value) << shift);
+    };
+    uint64_t seen = post(Opcode::kFetchAdd, 0, 0);  // the current value
+    for (;;) {
+      const U old = narrow(seen);
+      const uint64_t got = post(Opcode::kCompareSwap, widen(seen, next(old)), seen);
+      if (got == seen) return old;
+      seen = got;
+    }
+  }
+
+  template <typename F>
+  MORI_DEVICE static void for_each_endpoint(int pe, int qp, F&& f) {
+    const shmem::GpuStates& s = shmem::gpu_states();
+    if (s.rdma_endpoints == nullptr) return;
+    auto* eps = static_cast<RdmaEndpoint*>(s.rdma_endpoints);
+    const int first = pe < 0 ? 0 : pe, end = pe < 0 ? s.n_pes : pe + 1;
+    for (int p = first; p < end; ++p) {
+      if (s.transports[p] != static_cast<uint8_t>(shmem::Transport::kRdma)) continue;
+      for (int q = qp < 0 ? 0 : qp; q < (qp < 0 ? s.num_qp_per_pe : qp + 1); ++q)
+        f(eps[p * s.num_qp_per_pe + q], p);
+    }
+  }
+};
+
+}  // namespace mori::transport

@@ -1,0 +1,18 @@
+// The host backend's RDMA network: the software NIC when MORI_DEVICE_NIC names a NIC family, else
+// the machine's ibverbs devices (whose queue pairs the lanes then drive from host memory).
+#include "backend/host/softnic_network.hpp"
+#include "runtime/runtime.hpp"
+
+namespace mori::runtime {
+
+Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
+                         std::unique_ptr<RdmaNetwork>* out, bool* no_devices) {
+  *no_devices = false;
+  if (rt.settings.device_nic != shmem::Nic::kNone)
+    return backend::open_softnic_network(rt, needs_rdma, out);
+  // TODO(verbs): ibverbs devices
+  *no_devices = true;
+  return {};
+}
+
+}  // namespace mori::runtime

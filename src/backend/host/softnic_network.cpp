@@ -1,0 +1,243 @@
+// RDMA over the software NIC (MORI_DEVICE_NIC=mlx5|bnxt|ionic on the host backend): this PE's
+// queue pairs live in its own memory, laid out as the provider's hardware lays them out, and one
+// SoftNic thread executes them on the target PEs' heaps (mapped here, as on one node) or, for
+// registered buffers, in the target's process through process_vm_readv / process_vm_writev.
+//
+// Keys: each registration (the heap, the ibufs, each registered buffer) gets a serial number,
+// the same on every PE since registration is collective; a PE's key for it is
+// (serial << 12 | pe) ^ kKeySalt. Keys are exchanged through the bootstrap as on hardware, so a
+// PE never derives another PE's key.
+#include "backend/host/softnic_network.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <type_traits>
+
+#include "backend/host/softnic/softnic.hpp"
+#include "mori/provider/bnxt.hpp"
+#include "mori/provider/ionic.hpp"
+#include "mori/provider/mlx5.hpp"
+#include "runtime/runtime.hpp"
+
+namespace mori::backend {
+
+namespace {
+
+using runtime::Runtime;
+using transport::RdmaEndpoint;
+
+constexpr uint32_t kIbufSlots = 256;
+constexpr uint32_t kKeySalt = 0x5a000000;
+constexpr uint32_t kHeapSerial = 1, kIbufSerial = 2, kFirstRegionSerial = 3;
+
+uint32_t key_for(int pe, uint32_t serial) {
+  return ((serial << 12) | static_cast<uint32_t>(pe)) ^ kKeySalt;
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Block = std::unique_ptr<uint8_t, FreeDeleter>;
+
+Block zeroed(uint64_t bytes) {
+  const uint64_t rounded = (bytes + 4095) / 4096 * 4096;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(4096, rounded));
+  if (p) std::memset(p, 0, rounded);
+  return Block(p);
+}
+
+const softnic::Codec& codec_of(shmem::Nic nic) {
+  switch (nic) {
+    case shmem::Nic::kBnxt:
+      return softnic::bnxt_codec();
+    case shmem::Nic::kIonic:
+      return softnic::ionic_codec();
+    default:
+      return softnic::mlx5_codec();
+  }
+}
+
+const char* nic_name(shmem::Nic nic) {
+  switch (nic) {
+    case shmem::Nic::kBnxt:
+      return "bnxt";
+    case shmem::Nic::kIonic:
+      return "ionic";
+    default:
+      return "mlx5";
+  }
+}
+
+class SoftNicNetwork final : public runtime::RdmaNetwork {
+ public:
+  SoftNicNetwork(Runtime& rt, shmem::Nic nic) : rt_(rt), nic_(nic) {}
+  ~SoftNicNetwork() override {
+    if (softnic_) softnic_->stop();
+  }
+
+  Status open(const std::vector<bool>& needs_rdma) {
+    const int n = rt_.n_pes, qps = rt_.settings.num_qp_per_pe;
+    const uint32_t sq_wqes = rt_.settings.rdma_sq_wqes;
+    pids_.resize(n);
+    const int my_pid = static_cast<int>(getpid());
+    MORI_TRY(rt_.boot->allgather(&my_pid, pids_.data(), sizeof my_pid));
+    heap_rkeys_.resize(n);
+    heap_lkey_ = key_for(rt_.rank, kHeapSerial);
+    MORI_TRY(rt_.boot->allgather(&heap_lkey_, heap_rkeys_.data(), sizeof heap_lkey_));
+
+    endpoints_ = zeroed(sizeof(RdmaEndpoint) * n * qps);
+    if (!endpoints_) return Status::error("software NIC: out of memory for the endpoints");
+    auto* eps = reinterpret_cast<RdmaEndpoint*>(endpoints_.get());
+    std::vector<softnic::ServedEndpoint> served;
+    int used = 0;
+    for (int pe = 0; pe < n; ++pe) used += needs_rdma[pe] ? qps : 0;
+    ibufs_ = zeroed(transport::ibuf_words(kIbufSlots) * 8 * std::max(used, 1));
+    if (!ibufs_) return Status::error("software NIC: out of memory for the ibufs");
+    int k = 0;
+    for (int pe = 0; pe < n; ++pe) {
+      if (!needs_rdma[pe]) continue;
+      for (int q = 0; q < qps; ++q, ++k) {
+        RdmaEndpoint& ep = eps[pe * qps + q];
+        uint64_t* ibuf = reinterpret_cast<uint64_t*>(ibufs_.get()) +
+                         k * transport::ibuf_words(kIbufSlots);
+        MORI_TRY(init_endpoint(ep, sq_wqes, 0x100 + static_cast<uint32_t>(pe * qps + q), ibuf));
+        local_.push_back({reinterpret_cast<uint64_t>(ibuf),
+                          transport::ibuf_registered_bytes(kIbufSlots),
+                          key_for(rt_.rank, kIbufSerial)});
+        served.push_back({&ep, pe});
+      }
+    }
+    const uint64_t heap_base = reinterpret_cast<uint64_t>(rt_.memory->base());
+    local_.push_back({heap_base, rt_.memory->size(), heap_lkey_});
+    for (int pe = 0; pe < n; ++pe) {
+      if (!needs_rdma[pe]) continue;
+      void* mapped = rt_.memory->peer_base(pe);
+      remote_.push_back(
+          {pe, rt_.remote_bases[pe], rt_.memory->size(), heap_rkeys_[pe], mapped, pids_[pe]});
+    }
+    softnic::SoftNicOptions options;
+    options.log_prefix = "mori: PE " + std::to_string(rt_.rank) + " software NIC (" +
+                         nic_name(nic_) + "): ";
+    softnic_ =
+        std::make_unique<softnic::SoftNic>(codec_of(nic_), std::move(served), table(), options);
+    return softnic_->start();
+  }
+
+  shmem::Nic nic() const override { return nic_; }
+  RdmaEndpoint* device_endpoints() const override {
+    return reinterpret_cast<RdmaEndpoint*>(endpoints_.get());
+  }
+  uint32_t heap_lkey() const override { return heap_lkey_; }
+  const std::vector<uint32_t>& heap_rkeys() const override { return heap_rkeys_; }
+
+  Status register_region(uint64_t base, uint64_t bytes, const std::vector<uint64_t>& remote_bases,
+                         uint32_t* lkey, std::vector<uint32_t>* rkeys) override {
+    const uint32_t serial = next_serial_++;
+    *lkey = key_for(rt_.rank, serial);
+    rkeys->assign(rt_.n_pes, 0);
+    MORI_TRY(rt_.boot->allgather(lkey, rkeys->data(), sizeof *lkey));
+    local_.push_back({base, bytes, *lkey});
+    for (int pe = 0; pe < rt_.n_pes; ++pe) {
+      if (pe == rt_.rank) continue;
+      // Private memory of another process: reached through its pid, never mapped here.
+      remote_.push_back({pe, remote_bases[pe], bytes, (*rkeys)[pe], nullptr, pids_[pe]});
+    }
+    regions_[base] = serial;
+    softnic_->set_memory(table());
+    return {};
+  }
+
+  Status deregister_region(uint64_t base) override {
+    auto it = regions_.find(base);
+    if (it == regions_.end()) return {};
+    const uint32_t serial = it->second;
+    regions_.erase(it);
+    std::erase_if(local_, [&](const softnic::LocalRegion& r) {
+      return r.lkey == key_for(rt_.rank, serial);
+    });
+    std::erase_if(remote_, [&](const softnic::RemoteRegion& r) {
+      return r.rkey == key_for(r.pe, serial);
+    });
+    softnic_->set_memory(table());
+    return {};
+  }
+
+  Status drain() override {
+    if (softnic_->drain(std::chrono::seconds(10))) return {};
+    return Status::error("software NIC: posted work requests still unexecuted after 10 s");
+  }
+
+ private:
+  softnic::MemoryTable table() const { return {remote_, local_}; }
+
+  // Lays out one QP as the provider's hardware would: SQ (and BNXT's MSN table), CQ in its
+  // initial state, doorbell record and register, and its ibuf.
+  Status init_endpoint(RdmaEndpoint& ep, uint32_t sq_wqes, uint32_t qpn, uint64_t* ibuf) {
+    switch (nic_) {
+      case shmem::Nic::kBnxt:
+        return init_endpoint<provider::Bnxt>(ep, sq_wqes, qpn, ibuf);
+      case shmem::Nic::kIonic:
+        return init_endpoint<provider::Ionic>(ep, sq_wqes, qpn, ibuf);
+      default:
+        return init_endpoint<provider::Mlx5>(ep, sq_wqes, qpn, ibuf);
+    }
+  }
+  template <typename P>
+  Status init_endpoint(RdmaEndpoint& ep, uint32_t sq_wqes, uint32_t qpn, uint64_t* ibuf) {
+    constexpr bool kCollapsed = std::is_same_v<P, provider::Mlx5>;
+    const uint32_t cq_entries = kCollapsed ? 1 : sq_wqes;
+    Block sq = zeroed(P::sq_bytes(sq_wqes)), cq = zeroed(uint64_t{cq_entries} * P::kCqeBytes);
+    Block words = zeroed(64);  // doorbell record (2 x 32 bits) and doorbell register
+    if (!sq || !cq || !words) return Status::error("software NIC: out of memory for a queue pair");
+    // mlx5: the collapsed CQE starts invalid (op_own's opcode, mlx5dv.h MLX5_CQE_INVALID).
+    if constexpr (kCollapsed) cq.get()[P::kCqeBytes - 1] = provider::MLX5_CQE_INVALID << 4;
+    ep.sq = sq.get();
+    ep.cq = cq.get();
+    ep.dbr = reinterpret_cast<uint32_t*>(words.get());
+    ep.db = reinterpret_cast<uint64_t*>(words.get() + 8);
+    ep.ibuf = ibuf;
+    ep.sq_wqes = sq_wqes;
+    ep.cq_entries = cq_entries;
+    ep.qpn = qpn;
+    ep.cqn = qpn;
+    ep.ibuf_slots = kIbufSlots;
+    ep.ibuf_lkey = key_for(rt_.rank, kIbufSerial);
+    ep.provider_word[0] = 4096;  // BNXT: the path MTU (bnxt.hpp kWordMtu)
+    for (uint32_t s = 0; s < kIbufSlots; ++s) ibuf[transport::ibuf_tickets(kIbufSlots) + s] = s;
+    blocks_.push_back(std::move(sq));
+    blocks_.push_back(std::move(cq));
+    blocks_.push_back(std::move(words));
+    return {};
+  }
+
+  Runtime& rt_;
+  shmem::Nic nic_;
+  std::vector<int> pids_;
+  uint32_t heap_lkey_ = 0;
+  std::vector<uint32_t> heap_rkeys_;
+  uint32_t next_serial_ = kFirstRegionSerial;
+  std::map<uint64_t, uint32_t> regions_;  // registered base -> serial
+  std::vector<softnic::RemoteRegion> remote_;
+  std::vector<softnic::LocalRegion> local_;
+  Block endpoints_, ibufs_;
+  std::vector<Block> blocks_;
+  std::unique_ptr<softnic::SoftNic> softnic_;  // last: stopped before the memory it serves goes
+};
+
+}  // namespace
+
+Status open_softnic_network(Runtime& rt, const std::vector<bool>& needs_rdma,
+                            std::unique_ptr<runtime::RdmaNetwork>* out) {
+  auto network = std::make_unique<SoftNicNetwork>(rt, rt.settings.device_nic);
+  MORI_TRY(network->open(needs_rdma));
+  *out = std::move(network);
+  return {};
+}
+
+}  // namespace mori::backend

@@ -1,0 +1,44 @@
+// RDMA between PEs as the runtime sees it: the queue pairs to the PEs reached over RDMA, exported
+// to the device as RdmaEndpoints, and the memory keys. One implementation per way of reaching a
+// NIC: the software NIC of the host backend (backend/host/rdma_softnic.cpp) and ibverbs devices
+// (rdma/verbs_network.cpp, through the backend).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "mori/shmem/gpu_states.hpp"
+#include "mori/status.hpp"
+#include "mori/transport/rdma_endpoint.hpp"
+
+namespace mori::runtime {
+
+struct Runtime;
+
+class RdmaNetwork {
+ public:
+  virtual ~RdmaNetwork() = default;
+  virtual shmem::Nic nic() const = 0;
+  // Device-visible array of n_pes * num_qp_per_pe endpoints (entry pe * num_qp_per_pe + qp),
+  // zeroed for the PEs not reached over RDMA.
+  virtual transport::RdmaEndpoint* device_endpoints() const = 0;
+  virtual uint32_t heap_lkey() const = 0;
+  // Each PE's rkey of its heap.
+  virtual const std::vector<uint32_t>& heap_rkeys() const = 0;
+  // Collective: this PE registers [base, base + bytes); `remote_bases` is every PE's base of its
+  // copy. Returns this PE's lkey and every PE's rkey.
+  virtual Status register_region(uint64_t base, uint64_t bytes,
+                                 const std::vector<uint64_t>& remote_bases, uint32_t* lkey,
+                                 std::vector<uint32_t>* rkeys) = 0;
+  virtual Status deregister_region(uint64_t base) = 0;
+  // Waits until everything posted so far has been executed (finalize, before memory goes away).
+  virtual Status drain() = 0;
+};
+
+// Opens the RDMA network of this backend for the PEs with needs_rdma[pe]. Collective. When the
+// machine has no RDMA devices it returns ok with *out null and *no_devices true.
+Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
+                         std::unique_ptr<RdmaNetwork>* out, bool* no_devices);
+
+}  // namespace mori::runtime
