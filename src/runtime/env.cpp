@@ -167,6 +167,10 @@ Status load(Settings* out) {
       return Status::error(quoted("MORI_DEVICE_NIC", text) + " is not mlx5, bnxt or ionic");
     }
   }
+  if (read("MORI_SHMEM_PES_PER_NODE", &text)) {
+    MORI_TRY(parse_at_least("MORI_SHMEM_PES_PER_NODE", text, 1, 1 << 20, &value));
+    s.pes_per_node = static_cast<int>(value);
+  }
   if (read("MORI_RDMA_SQ_WQES", &text)) {
     MORI_TRY(parse_at_least("MORI_RDMA_SQ_WQES", text, 16, 65536, &value));
     if (value & (value - 1))

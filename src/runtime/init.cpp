@@ -76,7 +76,7 @@ Status build(Runtime& rt) {
   rt.rank = boot.rank();
   rt.n_pes = boot.size();
   std::vector<bool> same_node;
-  MORI_TRY(runtime::find_same_node(boot, &same_node, &rt.local_rank));
+  MORI_TRY(runtime::find_same_node(boot, rt.settings.pes_per_node, &same_node, &rt.local_rank));
   MORI_TRY(backend::open_device(rt.local_rank));
 
   uint64_t nonce = 0;

@@ -13,20 +13,25 @@ struct NodeId {
   char text[128];  // "<hostname>/<boot id>", NUL-padded
 };
 
-NodeId this_node() {
+NodeId this_node(int rank, int pes_per_node) {
   NodeId id{};
   char host[64] = {};
   gethostname(host, sizeof host - 1);
   std::string boot;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  std::snprintf(id.text, sizeof id.text, "%s/%s", host, boot.c_str());
+  if (pes_per_node > 0) {
+    std::snprintf(id.text, sizeof id.text, "%s/%s#%d", host, boot.c_str(), rank / pes_per_node);
+  } else {
+    std::snprintf(id.text, sizeof id.text, "%s/%s", host, boot.c_str());
+  }
   return id;
 }
 }  // namespace
 
-Status find_same_node(bootstrap::Bootstrap& boot, std::vector<bool>* same_node, int* local_rank) {
+Status find_same_node(bootstrap::Bootstrap& boot, int pes_per_node, std::vector<bool>* same_node,
+                      int* local_rank) {
   const int n = boot.size();
-  const NodeId mine = this_node();
+  const NodeId mine = this_node(boot.rank(), pes_per_node);
   std::vector<NodeId> all(n);
   MORI_TRY(boot.allgather(&mine, all.data(), sizeof(NodeId)));
   same_node->assign(n, false);

@@ -46,6 +46,7 @@ struct RdmaEngine {
 
   // fence() marks ep.reserved with this bit; the next reservation consumes it (see fence()).
   static constexpr uint64_t kFenceNext = uint64_t{1} << 63;
+  static constexpr uint64_t kFromEndpoint = ~uint64_t{0};
 
   // Posts `wr` (opcode, addresses, keys, bytes, operands; wr.fence may request a fence) on `ep`,
   // the QP to PE `pe` (used in failure messages only). Every active lane may call it at once: the
@@ -156,12 +157,15 @@ struct RdmaEngine {
       // waiters poll at once (on mlx5 every poll reports the error again; on any provider this
       // trap ends the kernel, and on the host backend the launch) instead of holding the lock.
       platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.poll_lock, 0u);
-      note_queue(ep);
+      // Every provider's error CQE names the failed WQE: completed_through is one past it, and
+      // the WQEs before it completed.
+      const uint64_t failed = p.completed_through - 1;
+      note_queue(ep, failed);
       shmem::fail({shmem::DeviceErrorCode::kCompletionError, pe, 0, p.status},
                   [&](shmem::Message& m) {
                     m << "RDMA " << Provider::kName << " error completion: " << p.status_text
-                      << " (status " << hex(p.status) << "), ";
-                    describe_queue(m, ep, pe);
+                      << " (status " << hex(p.status) << ") on WQE " << failed << ", ";
+                    describe_queue(m, ep, pe, failed);
                   });
     }
     // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote
@@ -295,21 +299,24 @@ struct RdmaEngine {
   }
 
   // Writes the queue's indices into the device-error record while none is recorded yet.
-  MORI_DEVICE static void note_queue(const RdmaEndpoint& ep) {
+  // `completed`: the WQEs known complete (ep.completed unless an error CQE says more).
+  MORI_DEVICE static void note_queue(const RdmaEndpoint& ep, uint64_t completed = kFromEndpoint) {
     using platform::MemOrder, platform::MemScope;
     shmem::DeviceError* record = shmem::gpu_states().error;
     if (!record || platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&record->code) != 0)
       return;
     record->qp = ep.qpn;
     record->sq_posted = static_cast<uint32_t>(load(&ep.submitted));
-    record->sq_completed = static_cast<uint32_t>(load(&ep.completed));
+    record->sq_completed =
+        static_cast<uint32_t>(completed == kFromEndpoint ? load(&ep.completed) : completed);
     record->cq_consumed = static_cast<uint32_t>(load(&ep.cq_consumed));
   }
 
   // "qp 7 posted 12, completed 10, cq consumed 3 (PE 1)"
-  MORI_DEVICE static void describe_queue(shmem::Message& m, const RdmaEndpoint& ep, int pe) {
+  MORI_DEVICE static void describe_queue(shmem::Message& m, const RdmaEndpoint& ep, int pe,
+                                         uint64_t completed = kFromEndpoint) {
     m << "qp " << ep.qpn << " posted " << load(&ep.submitted) << ", completed "
-      << load(&ep.completed) << ", cq consumed " << load(&ep.cq_consumed) << " (PE " << pe << ")";
+      << (completed == kFromEndpoint ? load(&ep.completed) : completed) << ", cq consumed " << load(&ep.cq_consumed) << " (PE " << pe << ")";
   }
 
   [[noreturn]] MORI_DEVICE static void time_out(const RdmaEndpoint& ep, int pe, const char* call) {

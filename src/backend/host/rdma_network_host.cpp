@@ -1,6 +1,7 @@
 // The host backend's RDMA network: the software NIC when MORI_DEVICE_NIC names a NIC family, else
 // the machine's ibverbs devices (whose queue pairs the lanes then drive from host memory).
 #include "backend/host/softnic_network.hpp"
+#include "rdma/verbs_runtime.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::runtime {
@@ -10,9 +11,8 @@ Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
   *no_devices = false;
   if (rt.settings.device_nic != shmem::Nic::kNone)
     return backend::open_softnic_network(rt, needs_rdma, out);
-  // TODO(verbs): ibverbs devices
-  *no_devices = true;
-  return {};
+  // Lanes are host threads: queue memory is reached where it is.
+  return rdma::open_verbs_rdma(rt, needs_rdma, nullptr, nullptr, out, no_devices);
 }
 
 }  // namespace mori::runtime

@@ -238,15 +238,17 @@ bool SoftNic::copy_remote(const RemoteSpan& remote, void* local, uint64_t bytes,
   return false;
 }
 
+// One key may cover several regions (the runtime registers every QP's ibuf under one key).
 bool SoftNic::local_ok(uint32_t lkey, uint64_t addr, uint64_t bytes, std::string* why) const {
+  bool known = false;
   for (const LocalRegion& r : memory_.local) {
     if (r.lkey != lkey) continue;
     if (inside(addr, bytes, r.base, r.bytes)) return true;
-    *why = "local range " + hex(addr) + " + " + std::to_string(bytes) + " outside lkey " +
-           hex(lkey) + "'s region";
-    return false;
+    known = true;
   }
-  *why = "lkey " + hex(lkey) + " not registered";
+  *why = known ? "local range " + hex(addr) + " + " + std::to_string(bytes) + " outside lkey " +
+                     hex(lkey) + "'s regions"
+               : "lkey " + hex(lkey) + " not registered";
   return false;
 }
 

@@ -1,0 +1,63 @@
+// The hip backend's RDMA network: ibverbs devices, whose queue memory (SQ, CQ, doorbell records,
+// ibufs: host memory the provider library allocated; the UAR doorbell page: MMIO) the GPU reaches
+// through hipHostRegister mappings.
+#include <hip/hip_runtime_api.h>
+
+#include <unistd.h>
+
+#include <string>
+
+#include "rdma/verbs_runtime.hpp"
+#include "runtime/runtime.hpp"
+
+namespace mori::runtime {
+
+namespace {
+
+// Page-aligned [begin, end) around [p, p + bytes).
+void page_span(void* p, size_t bytes, uintptr_t* begin, size_t* length) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  *begin = a & ~(page - 1);
+  *length = ((a + bytes + page - 1) & ~(page - 1)) - *begin;
+}
+
+// Maps host memory (or an MMIO page, with hipHostRegisterIoMemory) for the GPU. Doorbell records
+// and UAR pages are shared between QPs, so a page may come here twice: "already registered" is
+// fine.
+Status map_to_device(void* host, size_t bytes, bool mmio, void** device) {
+  uintptr_t begin = 0;
+  size_t length = 0;
+  page_span(host, bytes, &begin, &length);
+  unsigned flags = hipHostRegisterMapped | (mmio ? hipHostRegisterIoMemory : 0u);
+  hipError_t e = hipHostRegister(reinterpret_cast<void*>(begin), length, flags);
+  if (e != hipSuccess && e != hipErrorHostMemoryAlreadyRegistered) {
+    return Status::error(std::string("hipHostRegister of RDMA queue memory failed: ") +
+                         hipGetErrorName(e));
+  }
+  void* base = nullptr;
+  e = hipHostGetDevicePointer(&base, reinterpret_cast<void*>(begin), 0);
+  if (e != hipSuccess) {
+    return Status::error(std::string("hipHostGetDevicePointer of RDMA queue memory failed: ") +
+                         hipGetErrorName(e));
+  }
+  *device = static_cast<char*>(base) + (reinterpret_cast<uintptr_t>(host) - begin);
+  return {};
+}
+
+void unmap_from_device(void* host, bool /*mmio*/) {
+  uintptr_t begin = 0;
+  size_t length = 0;
+  page_span(host, 1, &begin, &length);
+  (void)hipHostUnregister(reinterpret_cast<void*>(begin));
+}
+
+}  // namespace
+
+Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
+                         std::unique_ptr<RdmaNetwork>* out, bool* no_devices) {
+  *no_devices = false;
+  return rdma::open_verbs_rdma(rt, needs_rdma, map_to_device, unmap_from_device, out, no_devices);
+}
+
+}  // namespace mori::runtime

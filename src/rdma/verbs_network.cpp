@@ -1,0 +1,314 @@
+// VerbsNetwork: open (devices, port, agreement), the heap and region registrations, the ibufs,
+// and teardown. Queue pairs: verbs_qp.cpp. The MLX5 export: verbs_export_mlx5.cpp.
+#include "rdma/verbs_network.hpp"
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "rdma/device_filter.hpp"
+
+namespace mori::rdma {
+namespace {
+
+constexpr int kMrAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+// The most RDMA reads and atomics in flight per QP that we ask for (the device may allow fewer).
+constexpr int kMaxRdAtomic = 16;
+
+Status errno_error(const std::string& call, int err) {
+  return Status::error("rdma: " + call + " failed: " + std::strerror(err ? err : EIO));
+}
+
+bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
+
+Status validate(const VerbsConfig& c) {
+  auto bad = [](const std::string& what) {
+    return Status::error("rdma: bad configuration: " + what);
+  };
+  if (c.n_pes < 1 || c.rank < 0 || c.rank >= c.n_pes) return bad("rank outside [0, n_pes)");
+  if (c.local_rank < 0) return bad("negative local_rank");
+  if (c.num_qp_per_pe < 1) return bad("num_qp_per_pe < 1");
+  if (!power_of_two(c.sq_wqes) || c.sq_wqes > 65536) return bad("sq_wqes is not 2^k <= 65536");
+  if (!power_of_two(c.ibuf_slots)) return bad("ibuf_slots is not a power of two");
+  if (c.needs_rdma.size() != static_cast<size_t>(c.n_pes)) return bad("needs_rdma is not [n_pes]");
+  if (c.needs_rdma[c.rank]) return bad("needs_rdma is set for this PE itself");
+  if (!c.heap_base || !c.heap_bytes) return bad("no heap");
+  if (c.gid_index < -1 || c.gid_index > 255) return bad("gid_index outside [0, 255]");
+  if (!c.nic.empty() && c.nic != "mlx5" && c.nic != "bnxt" && c.nic != "ionic")
+    return Status::error("MORI_DEVICE_NIC=" + c.nic +
+                         " is not a NIC mori knows (mlx5, bnxt, ionic)");
+  return {};
+}
+
+// On hardware, only MLX5 queue pairs can be handed to the device (docs/rdma-hardware.md).
+Status check_nic(const std::string& nic, ibv_device* device, const std::string& name) {
+  if (nic == "bnxt")
+    return Status::error(
+        "MORI_DEVICE_NIC=bnxt: exporting a BNXT queue pair to the GPU needs bnxt_re direct verbs, "
+        "which rdma-core 44 does not have; not built");
+  if (nic == "ionic")
+    return Status::error(
+        "MORI_DEVICE_NIC=ionic: exporting an Ionic queue pair to the GPU needs ionic direct verbs, "
+        "which rdma-core 44 does not have (it has no ionic provider); not built");
+  if (!mlx5dv_is_supported(device))
+    return Status::error(
+        "rdma: " + name +
+        " is not an mlx5 device: only MLX5 queue pairs can be exported to the GPU");
+  return {};
+}
+
+struct DeviceListDeleter {
+  void operator()(ibv_device** list) const { ibv_free_device_list(list); }
+};
+
+}  // namespace
+
+Status VerbsNetwork::agree(const Status& local, const char* step) {
+  const uint8_t mine = local.ok() ? 0 : 1;
+  std::vector<uint8_t> all(boot_->size());
+  MORI_TRY(boot_->allgather(&mine, all.data(), 1));
+  if (!local.ok()) return local;
+  for (size_t pe = 0; pe < all.size(); ++pe)
+    if (all[pe])
+      return Status::error("rdma: " + std::string(step) + " failed on PE " + std::to_string(pe) +
+                           " (its own error says why)");
+  return {};
+}
+
+Status VerbsNetwork::open(const VerbsConfig& config, bootstrap::Bootstrap& boot,
+                          std::unique_ptr<VerbsNetwork>* out, bool* no_devices) {
+  out->reset();
+  *no_devices = false;
+  std::unique_ptr<VerbsNetwork> net(new VerbsNetwork(config, boot));
+
+  // The first exchange: every PE's device outcome, 0 ready, 1 no device, 2 failed. It comes
+  // before any other, so that PEs without devices never enter an exchange the others skip.
+  bool none = false;
+  const Status local = net->open_device(&none);
+  const uint8_t mine = !local.ok() ? 2 : none ? 1 : 0;
+  std::vector<uint8_t> all(boot.size());
+  MORI_TRY(boot.allgather(&mine, all.data(), 1));
+  if (!local.ok()) return local;
+  std::string failed, without;
+  for (size_t pe = 0; pe < all.size(); ++pe) {
+    if (all[pe] == 2) failed += (failed.empty() ? "" : ", ") + std::to_string(pe);
+    if (all[pe] == 1) without += (without.empty() ? "" : ", ") + std::to_string(pe);
+  }
+  if (!failed.empty())
+    return Status::error("rdma: opening the RDMA device failed on PE " + failed +
+                         " (its own error says why)");
+  if (std::all_of(all.begin(), all.end(), [](uint8_t state) { return state == 1; })) {
+    *no_devices = true;
+    return {};
+  }
+  if (!without.empty())
+    return Status::error("rdma: no RDMA device on PE " + without +
+                         " while other PEs have one: RDMA needs a device on every PE, or on none");
+
+  MORI_TRY(net->agree(net->create_queues(), "creating queue pairs"));
+  MORI_TRY(net->connect_queues());
+  MORI_TRY(net->register_heap());
+  MORI_TRY(net->agree(net->create_ibufs(), "exporting queue pairs"));
+  *out = std::move(net);
+  return {};
+}
+
+Status VerbsNetwork::open_device(bool* none) {
+  MORI_TRY(validate(config_));
+  DeviceFilter filter;
+  MORI_TRY(parse_device_filter(config_.device_filter_text, &filter));
+  int n = 0;
+  // NULL with errno ENOSYS where the kernel has no RDMA subsystem (NOTES-toolchain.md, "RDMA");
+  // NULL with any other errno, and an empty list, likewise mean no device.
+  std::unique_ptr<ibv_device*, DeviceListDeleter> list(ibv_get_device_list(&n));
+  std::vector<std::string> names;
+  for (int i = 0; list && i < n; ++i) names.emplace_back(ibv_get_device_name(list.get()[i]));
+  // An include list asks for devices by name: their absence is an error, not "no devices".
+  if (names.empty() && filter.mode != DeviceFilter::Mode::kInclude) {
+    *none = true;
+    return {};
+  }
+  std::vector<SelectedDevice> selected;
+  MORI_TRY(select_devices(names, filter, &selected));
+  const SelectedDevice& mine = selected[config_.local_rank % selected.size()];
+  ibv_device* device = list.get()[std::find(names.begin(), names.end(), mine.name) - names.begin()];
+  MORI_TRY(check_nic(config_.nic, device, mine.name));
+  device_name_ = mine.name;
+  port_ = mine.port;
+
+  context_ = ibv_open_device(device);
+  if (!context_) return errno_error("ibv_open_device(" + device_name_ + ")", errno);
+  ibv_device_attr dev{};
+  if (int rc = ibv_query_device(context_, &dev)) return errno_error("ibv_query_device", rc);
+  max_rd_atomic_ = std::clamp(dev.max_qp_rd_atom, 1, kMaxRdAtomic);
+  max_dest_rd_atomic_ = std::clamp(dev.max_qp_init_rd_atom, 1, kMaxRdAtomic);
+  if (!(dev.atomic_cap == IBV_ATOMIC_HCA || dev.atomic_cap == IBV_ATOMIC_GLOB))
+    return Status::error("rdma: " + device_name_ + " has no RDMA atomics");
+  const std::string where = device_name_ + " port " + std::to_string(port_);
+  if (port_ > dev.phys_port_cnt)
+    return Status::error("rdma: " + where + " does not exist (the device has " +
+                         std::to_string(dev.phys_port_cnt) + " ports)");
+  ibv_port_attr pa{};
+  if (int rc = ibv_query_port(context_, static_cast<uint8_t>(port_), &pa))
+    return errno_error("ibv_query_port(" + where + ")", rc);
+  if (pa.state != IBV_PORT_ACTIVE)
+    return Status::error("rdma: " + where + " is not active (" + ibv_port_state_str(pa.state) +
+                         ")");
+  ethernet_ = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+  lid_ = pa.lid;
+  mtu_ = pa.active_mtu;
+  // RoCE v2 GIDs usually sit at index 3 (after the RoCE v1 and IPv6 link-local entries); on
+  // InfiniBand index 0 holds the port GID.
+  gid_index_ = config_.gid_index >= 0 ? config_.gid_index : ethernet_ ? 3 : 0;
+  if (gid_index_ >= pa.gid_tbl_len)
+    return Status::error("rdma: GID index " + std::to_string(gid_index_) + " is beyond " + where +
+                         "'s table (" + std::to_string(pa.gid_tbl_len) +
+                         " entries): set MORI_IB_GID_INDEX");
+  ibv_gid gid{};
+  if (int rc = ibv_query_gid(context_, static_cast<uint8_t>(port_), gid_index_, &gid))
+    return errno_error("ibv_query_gid(" + where + ")", rc);
+  std::memcpy(gid_, gid.raw, sizeof(gid_));
+  const bool empty_gid =
+      std::all_of(std::begin(gid_), std::end(gid_), [](uint8_t b) { return !b; });
+  if (ethernet_ && empty_gid)
+    return Status::error("rdma: GID index " + std::to_string(gid_index_) + " of " + where +
+                         " is empty: set MORI_IB_GID_INDEX to a RoCE v2 entry");
+  if (!ethernet_ && lid_ == 0)
+    return Status::error("rdma: " + where + " has no LID (is a subnet manager running?)");
+
+  pd_ = ibv_alloc_pd(context_);
+  if (!pd_) return errno_error("ibv_alloc_pd(" + device_name_ + ")", errno);
+  return {};
+}
+
+Status VerbsNetwork::register_heap() {
+  Status local;
+  heap_mr_ = ibv_reg_mr(pd_, config_.heap_base, config_.heap_bytes, kMrAccess);
+  if (!heap_mr_) local = errno_error("ibv_reg_mr(symmetric heap)", errno);
+  MORI_TRY(agree(local, "registering the symmetric heap"));
+  struct KeyWire {
+    uint64_t base;
+    uint32_t rkey;
+    uint32_t pad;
+  };
+  const KeyWire mine{reinterpret_cast<uint64_t>(config_.heap_base), heap_mr_->rkey, 0};
+  std::vector<KeyWire> all(config_.n_pes);
+  MORI_TRY(boot_->allgather(&mine, all.data(), sizeof(KeyWire)));
+  heap_lkey_ = heap_mr_->lkey;
+  for (const KeyWire& k : all) {
+    heap_rkeys_.push_back(k.rkey);
+    remote_heap_bases_.push_back(k.base);
+  }
+  return {};
+}
+
+// One ibuf per endpoint (transport/rdma_endpoint.hpp: its layout), all in one block. Only each
+// ibuf's first ibuf_registered_bytes are registered, for local writes: the NIC writes the fetched
+// values there and nothing else. Then each QP is exported with its ibuf.
+Status VerbsNetwork::create_ibufs() {
+  using namespace transport;
+  const uint32_t slots = config_.ibuf_slots;
+  ibuf_stride_ = (ibuf_words(slots) + 7) / 8 * 8;  // whole 64-byte lines
+  const size_t active =
+      std::count_if(queues_.begin(), queues_.end(), [](const Queue& q) { return q.qp != nullptr; });
+  endpoints_.assign(queues_.size(), RdmaEndpoint{});
+  if (!active) return {};
+  const size_t bytes = active * ibuf_stride_ * sizeof(uint64_t);
+  void* block = nullptr;
+  if (int rc = posix_memalign(&block, 4096, bytes)) return errno_error("posix_memalign(ibuf)", rc);
+  ibuf_ = static_cast<uint64_t*>(block);
+  std::memset(ibuf_, 0, bytes);
+  void* device = nullptr;
+  MORI_TRY(map(ibuf_, bytes, false, &device));
+  // The GPU posts ep.ibuf + slot as the WQE's local address, which the NIC resolves through the
+  // MR registered at the host address: the two must be one address.
+  if (device != ibuf_)
+    return Status::error(
+        "rdma: the device maps the ibuf at another address than the host's; the "
+        "NIC could not resolve the landing slots");
+  size_t next = 0;
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    if (!queues_[i].qp) continue;
+    uint64_t* ibuf = ibuf_ + next++ * ibuf_stride_;
+    for (uint32_t s = 0; s < slots; ++s) ibuf[ibuf_tickets(slots) + s] = s;
+    ibv_mr* mr = ibv_reg_mr(pd_, ibuf, ibuf_registered_bytes(slots), IBV_ACCESS_LOCAL_WRITE);
+    if (!mr) return errno_error("ibv_reg_mr(ibuf)", errno);
+    ibuf_mrs_.push_back(mr);
+    endpoints_[i].ibuf_lkey = mr->lkey;
+    MORI_TRY(export_mlx5(queues_[i], ibuf, &endpoints_[i]));
+  }
+  return {};
+}
+
+Status VerbsNetwork::register_region(void* base, size_t bytes, uint32_t* lkey,
+                                     std::vector<uint32_t>* rkeys) {
+  Status local;
+  ibv_mr* mr = nullptr;
+  if (!base || !bytes) {
+    local = Status::error("rdma: register_region of an empty range");
+  } else if (regions_.count(base)) {
+    local = Status::error("rdma: a region is already registered at this base");
+  } else if (!(mr = ibv_reg_mr(pd_, base, bytes, kMrAccess))) {
+    local = errno_error("ibv_reg_mr(region)", errno);
+  }
+  Status s = agree(local, "registering a region");
+  std::vector<uint32_t> keys(config_.n_pes);
+  const uint32_t mine = mr ? mr->rkey : 0;
+  if (s.ok()) s = boot_->allgather(&mine, keys.data(), sizeof(uint32_t));
+  if (!s.ok()) {
+    if (mr) ibv_dereg_mr(mr);
+    return s;
+  }
+  regions_[base] = mr;
+  *lkey = mr->lkey;
+  *rkeys = std::move(keys);
+  return {};
+}
+
+Status VerbsNetwork::deregister_region(void* base) {
+  Status local;
+  const auto it = regions_.find(base);
+  if (it == regions_.end()) {
+    local = Status::error("rdma: deregister_region of a base that register_region never saw");
+  } else {
+    if (int rc = ibv_dereg_mr(it->second)) local = errno_error("ibv_dereg_mr(region)", rc);
+    regions_.erase(it);
+  }
+  return agree(local, "deregistering a region");
+}
+
+Status VerbsNetwork::map(void* host, size_t bytes, bool mmio, void** device) {
+  if (!config_.map_to_device) {
+    *device = host;
+    return {};
+  }
+  MORI_TRY(config_.map_to_device(host, bytes, mmio, device));
+  mappings_.push_back({host, mmio});
+  return {};
+}
+
+VerbsNetwork::~VerbsNetwork() {
+  // The device's mappings go first: nothing may reach the queues once they are destroyed.
+  if (config_.unmap_from_device)
+    for (auto it = mappings_.rbegin(); it != mappings_.rend(); ++it)
+      config_.unmap_from_device(it->host, it->mmio);
+  // A QP before its CQ (a CQ with a QP attached cannot be destroyed), MRs before the PD, the PD
+  // before the device. Failures here have nowhere to go; the device's close reclaims the rest.
+  for (Queue& q : queues_)
+    if (q.qp) ibv_destroy_qp(q.qp);
+  for (Queue& q : queues_)
+    if (q.cq) ibv_destroy_cq(q.cq);
+  for (ibv_mr* mr : ibuf_mrs_) ibv_dereg_mr(mr);
+  for (auto& [base, mr] : regions_) ibv_dereg_mr(mr);
+  if (heap_mr_) ibv_dereg_mr(heap_mr_);
+  if (pd_) ibv_dealloc_pd(pd_);
+  if (context_) ibv_close_device(context_);
+  std::free(ibuf_);
+}
+
+}  // namespace mori::rdma

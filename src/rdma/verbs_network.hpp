@@ -1,0 +1,155 @@
+// VerbsNetwork: RDMA setup on real hardware through libibverbs and mlx5dv (DESIGN.md layer 8,
+// "RDMA setup"; docs/rdma-hardware.md). It picks this PE's device (MORI_RDMA_DEVICES), opens its
+// port, creates one RC queue pair per (peer PE that needs RDMA, QP index), connects each to the
+// peer's matching QP, registers the symmetric heap and exchanges keys and bases, and exports every
+// queue pair to the device as a transport::RdmaEndpoint in the provider's format.
+//
+// Every operation that takes a bootstrap is collective: all PEs call it in the same order. Each
+// local step ends with an agreement (an allgather of one byte), so when one PE fails every PE
+// returns an error before the next exchange instead of hanging in it.
+//
+// Devices: when no PE has an RDMA device (ibv_get_device_list returns NULL, as with ENOSYS on a
+// kernel without RDMA, or an empty list), open() succeeds with *no_devices = true and no network.
+// When some PEs have devices and others have none, open() fails on every PE, naming the PEs
+// without one: half a network would leave some pairs unreachable in ways that are hard to see.
+//
+// Exporting: MLX5 only (mori/provider/mlx5.hpp). rdma-core 44 ships no direct-verbs interface for
+// bnxt_re or ionic, so MORI_DEVICE_NIC=bnxt|ionic fails on hardware, saying so. Nothing here has
+// run against a NIC: it is compiled, and the no-device path is tested.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "mori/status.hpp"
+#include "mori/transport/rdma_endpoint.hpp"
+
+struct ibv_context;
+struct ibv_pd;
+struct ibv_cq;
+struct ibv_qp;
+struct ibv_mr;
+
+namespace mori::rdma {
+
+// The largest inline write the MLX5 provider posts (provider::Mlx5::kMaxInlineBytes): QPs are
+// created with this max_inline_data, so that rdma-core sizes their WQEs for it. A copy, because
+// the provider is device code, which the hip backend's host compiler cannot include; the unit test
+// checks that the two agree.
+inline constexpr uint32_t kMlx5MaxInlineData = 28;
+
+// Makes `bytes` of host memory at `host` readable and writable by the device and returns the
+// device's address for it. `mmio` marks a device register (the doorbell, in a UAR page) rather
+// than memory. The hip backend registers with hipHostRegister (IoMemory for mmio); on the host
+// backend it is the identity. Ranges are not page-aligned, and several may share a page (the QPs'
+// doorbell records come from one page pool, their BlueFlame registers from shared UAR pages): the
+// hook must accept a page it has already mapped.
+using MapToDevice = std::function<Status(void* host, size_t bytes, bool mmio, void** device)>;
+// Undoes one successful MapToDevice call (the destructor calls it, in reverse order).
+using UnmapFromDevice = std::function<void(void* host, bool mmio)>;
+
+struct VerbsConfig {
+  std::string nic;  // MORI_DEVICE_NIC: "mlx5" (or "" for mlx5), "bnxt", "ionic"
+  int rank = 0;
+  int n_pes = 1;
+  int local_rank = 0;  // this PE's index on its node: it uses selected device local_rank % n
+  int num_qp_per_pe = 1;
+  uint32_t sq_wqes = 256;        // send queue depth asked for, a power of two (<= 65536)
+  uint32_t ibuf_slots = 256;     // ibuf landing slots per endpoint, a power of two
+  std::vector<bool> needs_rdma;  // [n_pes]: PEs reached over RDMA (symmetric; false for self)
+  void* heap_base = nullptr;     // the symmetric heap, registered for remote access
+  size_t heap_bytes = 0;
+  std::string device_filter_text;     // MORI_RDMA_DEVICES, as given (device_filter.hpp)
+  int gid_index = -1;                 // MORI_IB_GID_INDEX (0..255); -1: 3 on RoCE, 0 on InfiniBand
+  MapToDevice map_to_device;          // null: the identity
+  UnmapFromDevice unmap_from_device;  // may be null
+};
+
+class VerbsNetwork {
+ public:
+  // Sets everything up (see the top of this file). On success either *out is the network and
+  // *no_devices is false, or *out is null and *no_devices is true (no PE has a device). `boot`
+  // must outlive the network: register_region and deregister_region use it.
+  static Status open(const VerbsConfig& config, bootstrap::Bootstrap& boot,
+                     std::unique_ptr<VerbsNetwork>* out, bool* no_devices);
+  // Destroys the QPs, then the CQs, the memory regions, the PD, and closes the device.
+  ~VerbsNetwork();
+  VerbsNetwork(const VerbsNetwork&) = delete;
+  VerbsNetwork& operator=(const VerbsNetwork&) = delete;
+
+  // [n_pes * num_qp_per_pe], entry pe * num_qp_per_pe + qp; all zero for PEs without RDMA. The
+  // pointers inside are device addresses (from map_to_device).
+  const std::vector<transport::RdmaEndpoint>& endpoints() const { return endpoints_; }
+  uint32_t heap_lkey() const { return heap_lkey_; }
+  const std::vector<uint32_t>& heap_rkeys() const { return heap_rkeys_; }  // [n_pes]
+  // [n_pes]: each PE's heap base in its own address space.
+  const std::vector<uint64_t>& remote_heap_bases() const { return remote_heap_bases_; }
+  const std::string& device_name() const { return device_name_; }
+  int port() const { return port_; }
+
+  // Collective. Registers [base, base + bytes) of this PE for local and remote access; *lkey is
+  // this PE's key, (*rkeys)[pe] each PE's key for its own region.
+  Status register_region(void* base, size_t bytes, uint32_t* lkey, std::vector<uint32_t>* rkeys);
+  // Collective. Deregisters the region that register_region registered at `base`.
+  Status deregister_region(void* base);
+
+ private:
+  struct Queue {
+    ibv_cq* cq = nullptr;
+    ibv_qp* qp = nullptr;
+    uint32_t psn = 0;  // our initial send PSN, 24 bits
+  };
+  struct Mapping {
+    void* host;
+    bool mmio;
+  };
+
+  VerbsNetwork(const VerbsConfig& config, bootstrap::Bootstrap& boot)
+      : config_(config), boot_(&boot) {}
+
+  // Every PE learns whether every PE's `local` step succeeded; `step` names it in the message.
+  Status agree(const Status& local, const char* step);
+  // verbs_network.cpp
+  Status open_device(bool* none);
+  Status register_heap();
+  Status create_ibufs();
+  // verbs_qp.cpp
+  Status create_queues();
+  Status connect_queues();
+  // verbs_export_mlx5.cpp
+  Status export_mlx5(const Queue& queue, uint64_t* ibuf, transport::RdmaEndpoint* ep);
+  Status map(void* host, size_t bytes, bool mmio, void** device);
+
+  VerbsConfig config_;
+  bootstrap::Bootstrap* boot_;
+  ibv_context* context_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_mr* heap_mr_ = nullptr;
+  std::string device_name_;
+  int port_ = 1;
+  bool ethernet_ = false;  // RoCE: address by GID; InfiniBand: by LID
+  int gid_index_ = 0;
+  uint8_t gid_[16] = {};
+  uint16_t lid_ = 0;
+  int mtu_ = 0;  // ibv_mtu of the port
+  int max_rd_atomic_ = 1;
+  int max_dest_rd_atomic_ = 1;
+  std::vector<Queue> queues_;  // [n_pes * num_qp_per_pe]; empty entries for PEs without RDMA
+  uint64_t* ibuf_ = nullptr;   // one block, ibuf_stride_ words per endpoint with RDMA
+  size_t ibuf_stride_ = 0;
+  std::vector<ibv_mr*> ibuf_mrs_;
+  std::map<void*, ibv_mr*> regions_;
+  std::vector<Mapping> mappings_;
+  std::vector<transport::RdmaEndpoint> endpoints_;
+  uint32_t heap_lkey_ = 0;
+  std::vector<uint32_t> heap_rkeys_;
+  std::vector<uint64_t> remote_heap_bases_;
+};
+
+}  // namespace mori::rdma

@@ -1,0 +1,152 @@
+// VerbsNetwork's queue pairs: one CQ and one RC QP per (peer PE with RDMA, QP index), exchanged
+// through the bootstrap and moved RESET -> INIT -> RTR -> RTS (the sequence and attribute masks
+// of ibv_modify_qp(3); the address vector as in rdma-core's libibverbs/examples/rc_pingpong.c).
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "rdma/verbs_network.hpp"
+
+namespace mori::rdma {
+namespace {
+
+// RC QP timing: local ACK timeout 4.096 us * 2^14 (~67 ms), 7 retries, RNR retry 7 = forever
+// (we post no receives, so RNR never happens), min RNR timer 12 (0.64 ms). rc_pingpong's values.
+constexpr uint8_t kTimeout = 14, kRetryCnt = 7, kRnrRetry = 7, kMinRnrTimer = 12;
+
+// One QP's address as its peer needs it for RTR. qpn 0 (the SMI QP, never an RC QP) means "no QP":
+// the sender does not reach the receiver over RDMA.
+struct QpWire {
+  uint32_t qpn;
+  uint32_t psn;
+  uint16_t lid;
+  uint8_t mtu;  // ibv_mtu
+  uint8_t ethernet;
+  uint8_t gid[16];
+  uint32_t pad;
+};
+static_assert(sizeof(QpWire) == 32);
+
+Status verbs_error(const std::string& call, int err) {
+  return Status::error("rdma: " + call + " failed: " + std::strerror(err ? err : EIO));
+}
+
+}  // namespace
+
+Status VerbsNetwork::create_queues() {
+  const int nq = config_.num_qp_per_pe;
+  queues_.assign(static_cast<size_t>(config_.n_pes) * nq, Queue{});
+  std::random_device seed;
+  std::mt19937 rng(seed());
+  for (int pe = 0; pe < config_.n_pes; ++pe) {
+    if (!config_.needs_rdma[pe]) continue;
+    for (int q = 0; q < nq; ++q) {
+      Queue& queue = queues_[static_cast<size_t>(pe) * nq + q];
+      const std::string what = " for PE " + std::to_string(pe) + " QP " + std::to_string(q);
+      // Every WQE is signalled (transport/rdma_engine.hpp), so a ring CQ needs sq_wqes entries.
+      queue.cq = ibv_create_cq(context_, static_cast<int>(config_.sq_wqes), nullptr, nullptr, 0);
+      if (!queue.cq) return verbs_error("ibv_create_cq" + what, errno);
+      ibv_qp_init_attr init{};
+      init.send_cq = queue.cq;
+      init.recv_cq = queue.cq;
+      init.qp_type = IBV_QPT_RC;
+      init.sq_sig_all = 0;
+      init.cap.max_send_wr = config_.sq_wqes;
+      init.cap.max_recv_wr = 0;  // one-sided only: no receive queue
+      init.cap.max_send_sge = 1;
+      init.cap.max_recv_sge = 1;
+      init.cap.max_inline_data = kMlx5MaxInlineData;
+      queue.qp = ibv_create_qp(pd_, &init);
+      if (!queue.qp) return verbs_error("ibv_create_qp" + what, errno);
+      queue.psn = rng() & 0xffffff;
+
+      ibv_qp_attr attr{};
+      attr.qp_state = IBV_QPS_INIT;
+      attr.pkey_index = 0;
+      attr.port_num = static_cast<uint8_t>(port_);
+      attr.qp_access_flags =
+          IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+      if (int rc =
+              ibv_modify_qp(queue.qp, &attr,
+                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+        return verbs_error("ibv_modify_qp(INIT)" + what, rc);
+    }
+  }
+  return {};
+}
+
+Status VerbsNetwork::connect_queues() {
+  const size_t nq = static_cast<size_t>(config_.num_qp_per_pe);
+  const size_t n = static_cast<size_t>(config_.n_pes);
+  // Send block j: our QPs to PE j. Receive block j: PE j's QPs to us; its QP q pairs with ours.
+  std::vector<QpWire> send(n * nq, QpWire{}), recv(n * nq, QpWire{});
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    if (!queues_[i].qp) continue;
+    QpWire& w = send[i];
+    w.qpn = queues_[i].qp->qp_num;
+    w.psn = queues_[i].psn;
+    w.lid = lid_;
+    w.mtu = static_cast<uint8_t>(mtu_);
+    w.ethernet = ethernet_;
+    std::memcpy(w.gid, gid_, sizeof(w.gid));
+  }
+  MORI_TRY(boot_->alltoall(send.data(), recv.data(), nq * sizeof(QpWire)));
+
+  Status local;
+  for (size_t i = 0; i < queues_.size() && local.ok(); ++i) {
+    const QpWire& peer = recv[i];
+    const int pe = static_cast<int>(i / nq);
+    const std::string what = " for PE " + std::to_string(pe) + " QP " + std::to_string(i % nq);
+    if (!queues_[i].qp != !peer.qpn) {
+      local = Status::error("rdma: PE " + std::to_string(config_.rank) +
+                            (peer.qpn ? " does not expect" : " expects") + " RDMA with PE " +
+                            std::to_string(pe) + ", which " + (peer.qpn ? "does" : "does not") +
+                            ": needs_rdma must be symmetric");
+      break;
+    }
+    if (!peer.qpn) continue;
+    if (bool(peer.ethernet) != ethernet_) {
+      local = Status::error("rdma: PE " + std::to_string(pe) + "'s port is " +
+                            (peer.ethernet ? "RoCE" : "InfiniBand") + ", ours is not");
+      break;
+    }
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = static_cast<ibv_mtu>(std::min<int>(mtu_, peer.mtu));
+    attr.dest_qp_num = peer.qpn;
+    attr.rq_psn = peer.psn;
+    attr.max_dest_rd_atomic = static_cast<uint8_t>(max_dest_rd_atomic_);
+    attr.min_rnr_timer = kMinRnrTimer;
+    attr.ah_attr.port_num = static_cast<uint8_t>(port_);
+    attr.ah_attr.dlid = peer.lid;
+    if (ethernet_) {  // RoCE routes by GID: a GRH on every packet
+      attr.ah_attr.is_global = 1;
+      std::memcpy(attr.ah_attr.grh.dgid.raw, peer.gid, sizeof(peer.gid));
+      attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index_);
+      attr.ah_attr.grh.hop_limit = 255;
+    }
+    if (int rc =
+            ibv_modify_qp(queues_[i].qp, &attr,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+      local = verbs_error("ibv_modify_qp(RTR)" + what, rc);
+      break;
+    }
+    attr = ibv_qp_attr{};
+    attr.qp_state = IBV_QPS_RTS;
+    attr.timeout = kTimeout;
+    attr.retry_cnt = kRetryCnt;
+    attr.rnr_retry = kRnrRetry;
+    attr.sq_psn = queues_[i].psn;
+    attr.max_rd_atomic = static_cast<uint8_t>(max_rd_atomic_);
+    if (int rc = ibv_modify_qp(queues_[i].qp, &attr,
+                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+      local = verbs_error("ibv_modify_qp(RTS)" + what, rc);
+  }
+  return agree(local, "connecting queue pairs");
+}
+
+}  // namespace mori::rdma

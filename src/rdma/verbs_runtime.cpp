@@ -1,0 +1,84 @@
+// VerbsNetwork as the runtime's RdmaNetwork: the endpoints copied to device memory once (the
+// device owns their indices from then on), keys passed through.
+#include "rdma/verbs_runtime.hpp"
+
+#include "runtime/runtime.hpp"
+
+namespace mori::rdma {
+
+namespace {
+
+class VerbsRdma final : public runtime::RdmaNetwork {
+ public:
+  VerbsRdma(std::unique_ptr<VerbsNetwork> verbs, shmem::Nic nic)
+      : verbs_(std::move(verbs)), nic_(nic) {}
+
+  Status publish_endpoints() {
+    const auto& eps = verbs_->endpoints();
+    return d_endpoints_.upload(eps.data(), eps.size() * sizeof(transport::RdmaEndpoint));
+  }
+
+  shmem::Nic nic() const override { return nic_; }
+  transport::RdmaEndpoint* device_endpoints() const override {
+    return static_cast<transport::RdmaEndpoint*>(d_endpoints_.ptr);
+  }
+  uint32_t heap_lkey() const override { return verbs_->heap_lkey(); }
+  const std::vector<uint32_t>& heap_rkeys() const override { return verbs_->heap_rkeys(); }
+  Status register_region(uint64_t base, uint64_t bytes, const std::vector<uint64_t>&,
+                         uint32_t* lkey, std::vector<uint32_t>* rkeys) override {
+    return verbs_->register_region(reinterpret_cast<void*>(base), bytes, lkey, rkeys);
+  }
+  Status deregister_region(uint64_t base) override {
+    return verbs_->deregister_region(reinterpret_cast<void*>(base));
+  }
+  // A NIC completes what the device posted; the device's own quiet waits for it. Nothing is
+  // executed on the host's behalf, so there is nothing to wait for here.
+  Status drain() override { return {}; }
+
+ private:
+  std::unique_ptr<VerbsNetwork> verbs_;
+  shmem::Nic nic_;
+  runtime::DeviceArray d_endpoints_;
+};
+
+const char* nic_text(shmem::Nic nic) {
+  switch (nic) {
+    case shmem::Nic::kBnxt:
+      return "bnxt";
+    case shmem::Nic::kIonic:
+      return "ionic";
+    default:
+      return "mlx5";
+  }
+}
+
+}  // namespace
+
+Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma,
+                       MapToDevice map_to_device, UnmapFromDevice unmap_from_device,
+                       std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices) {
+  const shmem::Nic nic =
+      rt.settings.device_nic == shmem::Nic::kNone ? shmem::Nic::kMlx5 : rt.settings.device_nic;
+  VerbsConfig config;
+  config.nic = nic_text(nic);
+  config.rank = rt.rank;
+  config.n_pes = rt.n_pes;
+  config.local_rank = rt.local_rank;
+  config.num_qp_per_pe = rt.settings.num_qp_per_pe;
+  config.sq_wqes = rt.settings.rdma_sq_wqes;
+  config.needs_rdma = needs_rdma;
+  config.heap_base = rt.memory->base();
+  config.heap_bytes = rt.memory->size();
+  config.device_filter_text = rt.settings.rdma_devices;
+  config.map_to_device = std::move(map_to_device);
+  config.unmap_from_device = std::move(unmap_from_device);
+  std::unique_ptr<VerbsNetwork> verbs;
+  MORI_TRY(VerbsNetwork::open(config, *rt.boot, &verbs, no_devices));
+  if (*no_devices) return {};
+  auto network = std::make_unique<VerbsRdma>(std::move(verbs), nic);
+  MORI_TRY(network->publish_endpoints());
+  *out = std::move(network);
+  return {};
+}
+
+}  // namespace mori::rdma

@@ -1,0 +1,142 @@
+// The RDMA engine under the software NIC's faults (MORI_SOFTNIC_FAULT) and a bad key: an error
+// completion fails the kernel with the decoded syndrome, the PE and the queue indices in the
+// device-error record; a dropped completion makes quiet time out with the queue indices; a
+// delayed doorbell only delays. Nothing hangs, and finalize works after each. Run only as
+// mpi.rdma_<nic>.rdma_faults.
+#include <chrono>
+#include <string>
+
+#include "device_harness.hpp"
+#include "rdma_env.hpp"
+
+namespace shmem = mori::shmem;
+using namespace mori::test;
+using shmem::DeviceErrorCode;
+
+namespace {
+
+constexpr int kWords = 16;
+
+// The queue part of the engine's messages: "qp <n> posted <p>, completed <c>, cq consumed <k>
+// (PE <pe>)"; cq consumed depends on the provider, so the text is matched up to it.
+std::string queue_text(int peer, int qps, uint64_t posted, uint64_t completed) {
+  return "qp " + std::to_string(softnic_qpn(peer, 0, qps)) + " posted " + std::to_string(posted) +
+         ", completed " + std::to_string(completed) + ", cq consumed ";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("rdma faults: an error completion traps with the syndrome, PE and queue indices") {
+  ScopedVar fault("MORI_SOFTNIC_FAULT", "error:5");
+  Session s;
+  const int peer = (s.me + 1) % s.n, from = (s.me + s.n - 1) % s.n;
+  auto* d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
+  REQUIRE(d != nullptr);
+  for (int i = 0; i < kWords; ++i) d[i] = 0;
+  REQUIRE(shmem::barrier_all() == 0);
+  // WQEs 0..9 on qp 0 to the peer; the NIC fails WQE 5 and executes nothing after it.
+  const std::string failure = launch_error({1}, {1}, [&] {
+    for (int i = 0; i < 10; ++i) shmem::p(&d[i], uint64_t(100 + i), peer);
+    shmem::quiet();
+  });
+  const std::string expected =
+      "RDMA " + nic_name() + " error completion: " + injected_status_text() + " (status ";
+  CHECK_MESSAGE(contains(failure, expected), failure);
+  CHECK_MESSAGE(contains(failure, queue_text(peer, shmem::num_qp_per_pe(), 10, 5)), failure);
+  CHECK_MESSAGE(contains(failure, "(PE " + std::to_string(peer) + ")"), failure);
+  const shmem::DeviceError* record = shmem::globalGpuStates.error;
+  CHECK(record->code == static_cast<uint32_t>(DeviceErrorCode::kCompletionError));
+  CHECK(record->pe == peer);
+  CHECK(record->qp == softnic_qpn(peer, 0, shmem::num_qp_per_pe()));
+  CHECK(record->sq_posted == 10);
+  CHECK(record->sq_completed == 5);
+  CHECK_MESSAGE(contains(failure, record->message), record->message);
+  const_cast<shmem::DeviceError*>(record)->code = 0;
+  REQUIRE(shmem::barrier_all() == 0);
+  // The peer's QP executed WQEs 0..4 in order and nothing from 5 on.
+  bool ok = true;
+  for (int i = 0; i < kWords; ++i) ok &= d[i] == (i < 5 ? uint64_t(100 + i) : 0);
+  CHECK(ok);
+  (void)from;
+  REQUIRE(all_ranks(ok && !failure.empty()));
+  CHECK(shmem::free(d) == 0);
+}
+
+TEST_CASE("rdma faults: a dropped completion makes quiet time out with the queue indices") {
+  ScopedVar fault("MORI_SOFTNIC_FAULT", "drop:3");
+  ScopedVar timeout("MORI_SHMEM_TIMEOUT_MS", "300");
+  Session s;
+  const int peer = (s.me + 1) % s.n;
+  auto* d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
+  REQUIRE(d != nullptr);
+  REQUIRE(shmem::barrier_all() == 0);
+  // Exactly WQEs 0..3: the completion of the last one is dropped, so none covers it.
+  const auto start = std::chrono::steady_clock::now();
+  const std::string failure = launch_error({1}, {1}, [&] {
+    for (int i = 0; i < 4; ++i) shmem::p(&d[i], uint64_t(7), peer);
+    shmem::quiet();
+  });
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  CHECK_MESSAGE(contains(failure, "quiet timed out after 300 ms: " +
+                                      queue_text(peer, shmem::num_qp_per_pe(), 4, 3)),
+                failure);
+  CHECK(shmem::globalGpuStates.error->code == static_cast<uint32_t>(DeviceErrorCode::kTimeout));
+  CHECK(shmem::globalGpuStates.error->sq_completed == 3);
+  CHECK(ms >= 300);
+  CHECK(ms < 20000);
+  const_cast<shmem::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
+  REQUIRE(all_ranks(!failure.empty()));
+  CHECK(shmem::free(d) == 0);
+}
+
+TEST_CASE("rdma faults: a delayed doorbell delays, and the data still arrives") {
+  ScopedVar fault("MORI_SOFTNIC_FAULT", "delay_ms:150");
+  Session s;
+  const int peer = (s.me + 1) % s.n, from = (s.me + s.n - 1) % s.n;
+  auto* d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
+  REQUIRE(d != nullptr);
+  for (int i = 0; i < kWords; ++i) d[i] = 0;
+  REQUIRE(shmem::barrier_all() == 0);
+  const auto start = std::chrono::steady_clock::now();
+  launch({1}, {1}, [&] {
+    shmem::p(&d[0], uint64_t(1000 + s.me), peer);
+    shmem::quiet();
+  });
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  CHECK(ms >= 150);
+  REQUIRE(shmem::barrier_all() == 0);
+  CHECK(d[0] == uint64_t(1000 + from));
+  REQUIRE(all_ranks(d[0] == uint64_t(1000 + from)));
+  CHECK(shmem::free(d) == 0);
+}
+
+TEST_CASE("rdma faults: a wrong rkey completes with a remote access error naming the key") {
+  Session s;
+  const int peer = (s.me + 1) % s.n;
+  auto* d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
+  REQUIRE(d != nullptr);
+  REQUIRE(shmem::barrier_all() == 0);
+  auto* rkeys = const_cast<uint32_t*>(shmem::globalGpuStates.rkeys);
+  const uint32_t saved = rkeys[peer];
+  rkeys[peer] = 0xdead;
+  const std::string failure = launch_error({1}, {1}, [&] {
+    shmem::p(&d[0], uint64_t(1), peer);
+    shmem::quiet();
+  });
+  rkeys[peer] = saved;
+  CHECK_MESSAGE(contains(failure, "RDMA " + nic_name() +
+                                      " error completion: " + remote_access_text() + " (status "),
+                failure);
+  CHECK_MESSAGE(contains(failure, queue_text(peer, shmem::num_qp_per_pe(), 1, 0)), failure);
+  CHECK(shmem::globalGpuStates.error->code ==
+        static_cast<uint32_t>(DeviceErrorCode::kCompletionError));
+  const_cast<shmem::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
+  REQUIRE(all_ranks(!failure.empty()));
+  CHECK(shmem::free(d) == 0);
+}
