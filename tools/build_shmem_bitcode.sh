@@ -52,7 +52,9 @@ fi
 # ---- compile ------------------------------------------------------------------------------------
 # Release device code (-DNDEBUG compiles the device checks out on amdgcn); every ABI symbol is
 # default visibility so that kernels linked with it, and the loaders, can see it.
-common=(-std=c++20 -O2 -DNDEBUG -fvisibility=default -Xclang -disable-lifetime-markers
+# MORI_BITCODE_DEFINES: extra -D flags, e.g. the NIC families (-DMORI_RDMA_BNXT=0 ...).
+read -r -a extra_defines <<<"${MORI_BITCODE_DEFINES:-}"
+common=("${extra_defines[@]}" -std=c++20 -O2 -DNDEBUG -fvisibility=default -Xclang -disable-lifetime-markers
   -Wall -Wextra -I"$root/include" -I"$root/src" -emit-llvm -c "$root/src/abi/device_abi.cpp")
 
 # -disable-lifetime-markers stops clang emitting them, but the inliner adds its own. Front ends link

@@ -41,17 +41,6 @@ class VerbsRdma final : public runtime::RdmaNetwork {
   runtime::DeviceArray d_endpoints_;
 };
 
-const char* nic_text(shmem::Nic nic) {
-  switch (nic) {
-    case shmem::Nic::kBnxt:
-      return "bnxt";
-    case shmem::Nic::kIonic:
-      return "ionic";
-    default:
-      return "mlx5";
-  }
-}
-
 }  // namespace
 
 Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma,
@@ -60,7 +49,7 @@ Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma
   const shmem::Nic nic =
       rt.settings.device_nic == shmem::Nic::kNone ? shmem::Nic::kMlx5 : rt.settings.device_nic;
   VerbsConfig config;
-  config.nic = nic_text(nic);
+  config.nic = shmem::nic_name(nic);
   config.rank = rt.rank;
   config.n_pes = rt.n_pes;
   config.local_rank = rt.local_rank;

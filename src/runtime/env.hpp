@@ -35,7 +35,7 @@ struct Settings {
   // backend, setting it selects the software NIC of that family; unset, RDMA goes to ibverbs
   // devices (as on the hip backend, where unset means mlx5).
   shmem::Nic device_nic = shmem::Nic::kNone;
-  int pes_per_node = 0;  // MORI_SHMEM_PES_PER_NODE: testing only, see runtime/node.hpp
+  int pes_per_node = 0;         // MORI_SHMEM_PES_PER_NODE: testing only, see runtime/node.hpp
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536
 };
 

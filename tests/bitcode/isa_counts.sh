@@ -8,8 +8,14 @@ set -euo pipefail
 llc=$1 objdump=$2 bitcode=$3 arch=$4
 shift 4
 obj=$(mktemp --suffix=.o)
-trap 'rm -f "$obj"' EXIT
-"$llc" -mtriple=amdgcn-amd-amdhsa -mcpu="$arch" -O2 -filetype=obj "$bitcode" -o "$obj"
+part=$(mktemp --suffix=.bc)
+trap 'rm -f "$obj" "$part"' EXIT
+# Only the named functions and what they call: compiling the whole library takes minutes.
+extract=${llc/llc/llvm-extract}
+funcs=()
+for f in "$@"; do funcs+=("--func=$f"); done
+"$extract" --recursive "${funcs[@]}" "$bitcode" -o "$part"
+"$llc" -mtriple=amdgcn-amd-amdhsa -mcpu="$arch" -O2 -filetype=obj "$part" -o "$obj"
 
 # One line per function: name, instruction count, then the functions it calls. Instructions carry
 # their encoding in a trailing "// address: bytes" comment; a call's target is the symbol of the

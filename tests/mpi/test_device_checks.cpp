@@ -282,14 +282,14 @@ TEST_CASE("no RDMA devices: other nodes' PEs are unreachable, the node's PEs wor
     if (pe / k == s.me / k) {
       launch({1}, {1}, [&] { shmem::put(d + 4 * (s.me % k), src, 4, pe); });
     } else {
-      expect_failure({DeviceErrorCode::kNotReachable, pe, 0,
-                      "put_nbi: PE " + std::to_string(pe) + " is unreachable from PE " +
-                          std::to_string(s.me)},
-                     [&] { shmem::put_nbi(d, src, 4, pe); });
-      expect_failure({DeviceErrorCode::kNotReachable, pe, 0,
-                      "g: PE " + std::to_string(pe) + " is unreachable from PE " +
-                          std::to_string(s.me)},
-                     [&] { (void)shmem::g(d, pe); });
+      expect_failure(
+          {DeviceErrorCode::kNotReachable, pe, 0,
+           "put_nbi: PE " + std::to_string(pe) + " is unreachable from PE " + std::to_string(s.me)},
+          [&] { shmem::put_nbi(d, src, 4, pe); });
+      expect_failure(
+          {DeviceErrorCode::kNotReachable, pe, 0,
+           "g: PE " + std::to_string(pe) + " is unreachable from PE " + std::to_string(s.me)},
+          [&] { (void)shmem::g(d, pe); });
     }
   }
   REQUIRE(shmem::barrier_all() == 0);

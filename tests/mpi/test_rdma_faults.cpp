@@ -28,16 +28,26 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// kWords zeroed symmetric words, freed at the end of the case.
+struct Words {
+  Words() {
+    d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
+    REQUIRE(d != nullptr);
+    for (int i = 0; i < kWords; ++i) d[i] = 0;
+    REQUIRE(shmem::barrier_all() == 0);
+  }
+  ~Words() { CHECK(shmem::free(d) == 0); }
+  uint64_t* d = nullptr;
+};
+
 }  // namespace
 
 TEST_CASE("rdma faults: an error completion traps with the syndrome, PE and queue indices") {
   ScopedVar fault("MORI_SOFTNIC_FAULT", "error:5");
   Session s;
-  const int peer = (s.me + 1) % s.n, from = (s.me + s.n - 1) % s.n;
-  auto* d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
-  REQUIRE(d != nullptr);
-  for (int i = 0; i < kWords; ++i) d[i] = 0;
-  REQUIRE(shmem::barrier_all() == 0);
+  const int peer = (s.me + 1) % s.n;
+  Words words;
+  uint64_t* d = words.d;
   // WQEs 0..9 on qp 0 to the peer; the NIC fails WQE 5 and executes nothing after it.
   const std::string failure = launch_error({1}, {1}, [&] {
     for (int i = 0; i < 10; ++i) shmem::p(&d[i], uint64_t(100 + i), peer);
@@ -61,9 +71,7 @@ TEST_CASE("rdma faults: an error completion traps with the syndrome, PE and queu
   bool ok = true;
   for (int i = 0; i < kWords; ++i) ok &= d[i] == (i < 5 ? uint64_t(100 + i) : 0);
   CHECK(ok);
-  (void)from;
   REQUIRE(all_ranks(ok && !failure.empty()));
-  CHECK(shmem::free(d) == 0);
 }
 
 TEST_CASE("rdma faults: a dropped completion makes quiet time out with the queue indices") {
@@ -71,9 +79,8 @@ TEST_CASE("rdma faults: a dropped completion makes quiet time out with the queue
   ScopedVar timeout("MORI_SHMEM_TIMEOUT_MS", "300");
   Session s;
   const int peer = (s.me + 1) % s.n;
-  auto* d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
-  REQUIRE(d != nullptr);
-  REQUIRE(shmem::barrier_all() == 0);
+  Words words;
+  uint64_t* d = words.d;
   // Exactly WQEs 0..3: the completion of the last one is dropped, so none covers it.
   const auto start = std::chrono::steady_clock::now();
   const std::string failure = launch_error({1}, {1}, [&] {
@@ -91,17 +98,14 @@ TEST_CASE("rdma faults: a dropped completion makes quiet time out with the queue
   CHECK(ms < 20000);
   const_cast<shmem::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
   REQUIRE(all_ranks(!failure.empty()));
-  CHECK(shmem::free(d) == 0);
 }
 
 TEST_CASE("rdma faults: a delayed doorbell delays, and the data still arrives") {
   ScopedVar fault("MORI_SOFTNIC_FAULT", "delay_ms:150");
   Session s;
   const int peer = (s.me + 1) % s.n, from = (s.me + s.n - 1) % s.n;
-  auto* d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
-  REQUIRE(d != nullptr);
-  for (int i = 0; i < kWords; ++i) d[i] = 0;
-  REQUIRE(shmem::barrier_all() == 0);
+  Words words;
+  uint64_t* d = words.d;
   const auto start = std::chrono::steady_clock::now();
   launch({1}, {1}, [&] {
     shmem::p(&d[0], uint64_t(1000 + s.me), peer);
@@ -113,15 +117,13 @@ TEST_CASE("rdma faults: a delayed doorbell delays, and the data still arrives") 
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(d[0] == uint64_t(1000 + from));
   REQUIRE(all_ranks(d[0] == uint64_t(1000 + from)));
-  CHECK(shmem::free(d) == 0);
 }
 
 TEST_CASE("rdma faults: a wrong rkey completes with a remote access error naming the key") {
   Session s;
   const int peer = (s.me + 1) % s.n;
-  auto* d = static_cast<uint64_t*>(shmem::malloc(kWords * sizeof(uint64_t)));
-  REQUIRE(d != nullptr);
-  REQUIRE(shmem::barrier_all() == 0);
+  Words words;
+  uint64_t* d = words.d;
   auto* rkeys = const_cast<uint32_t*>(shmem::globalGpuStates.rkeys);
   const uint32_t saved = rkeys[peer];
   rkeys[peer] = 0xdead;
@@ -138,5 +140,4 @@ TEST_CASE("rdma faults: a wrong rkey completes with a remote access error naming
         static_cast<uint32_t>(DeviceErrorCode::kCompletionError));
   const_cast<shmem::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
   REQUIRE(all_ranks(!failure.empty()));
-  CHECK(shmem::free(d) == 0);
 }

@@ -17,6 +17,7 @@
 #include "backend/host/softnic/codec.hpp"
 #include "mori/platform.hpp"
 #include "mori/provider/bnxt.hpp"
+#include "mori/transport/rdma_engine.hpp"
 
 namespace {
 
@@ -438,4 +439,33 @@ TEST_CASE("bnxt: MSN table entry and PSN packets") {
   uint8_t bytes[8] = {};
   put(bytes, 0, 0xFFFFFEull | (0x000001ull << 24) | (10ull << 48), 8);
   CHECK(std::memcmp(qp.ep.sq + 64 * 128 + 10 * 8, bytes, 8) == 0);
+}
+
+// Through the engine: each WQE's MSN entry carries the PSNs of the WQEs before it, in posting
+// order (Bnxt::note_wqe parks the packet count, Bnxt::prepare_submit turns the counts into entries
+// before the doorbell), across the 24-bit PSN wrap.
+TEST_CASE("bnxt: the engine writes every WQE's MSN entry with running PSNs before the doorbell") {
+  TestQp qp(64, 64);
+  qp.ep.provider_state = 0xFFFFF0;  // 16 PSNs before the 24-bit wrap
+  uint64_t local = 0;
+  uint32_t psn = 0xFFFFF0;
+  const uint32_t sizes[] = {0, 8, 1024, 1025, 4096, 3000, 1, 2048, 5000, 777};
+  for (uint32_t i = 0; i < 40; ++i) {
+    WorkRequest wr{};
+    const uint32_t bytes = sizes[i % 10];
+    wr.opcode = i % 7 == 3 ? Opcode::kFetchAdd : i % 5 == 2 ? Opcode::kRead : Opcode::kWrite;
+    wr.width = 8;
+    wr.bytes = wr.opcode == Opcode::kFetchAdd ? 0 : bytes;
+    wr.local_addr = reinterpret_cast<uint64_t>(&local);
+    const uint64_t index = mori::transport::RdmaEngine<Bnxt>::post(qp.ep, wr, 1);
+    REQUIRE(index == i);
+    const uint32_t packets = Bnxt::psn_packets(qp.ep, wr.opcode == Opcode::kFetchAdd ? 8 : bytes);
+    uint8_t expected[8] = {};
+    put(expected, 0,
+        uint64_t{psn} | (uint64_t{(psn + packets) & 0xFFFFFF} << 24) | (uint64_t{i} << 48), 8);
+    CHECK_MESSAGE(std::memcmp(qp.ep.sq + 64 * 128 + i * 8, expected, 8) == 0, "WQE " << i);
+    psn = (psn + packets) & 0xFFFFFF;
+  }
+  CHECK(qp.ep.provider_state == psn);
+  CHECK(qp.ep.submitted == 40);
 }

@@ -43,7 +43,9 @@ struct Bnxt {
   static constexpr uint32_t kCqeBytes = sizeof(bnxt::bnxt_re_req_cqe) + sizeof(bnxt::bnxt_re_bcqe);
   static constexpr bool kNativeAtomic32 = false;
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it (the ring, then the MSN table).
-  static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes + sizeof(bnxt::bnxt_re_msns)); }
+  static constexpr uint64_t sq_bytes(uint32_t wqes) {
+    return uint64_t{wqes} * (kWqeBytes + sizeof(bnxt::bnxt_re_msns));
+  }
   // Header, extension and one SGE: the size (in slots) of every non-inline WQE we write.
   static constexpr uint32_t kSgeWqeSlots = 3;
   // poll_cq's status for a CQE that is not a requester completion: this value | its type.
@@ -196,9 +198,8 @@ struct Bnxt {
   // counts into entries, carrying the next PSN in ep.provider_state (24 bits, from 0: the QP's
   // initial send PSN, which the runtime sets to 0 when it connects the QP).
   MORI_DEVICE static void note_wqe(transport::RdmaEndpoint& ep, const WorkRequest& wr) {
-    const uint32_t bytes = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap
-                               ? 8u
-                               : wr.bytes;
+    const uint32_t bytes =
+        wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap ? 8u : wr.bytes;
     msn_table(ep)[wr.index & (ep.sq_wqes - 1)].start_idx_next_psn_start_psn =
         le64::from(psn_packets(ep, bytes));
   }

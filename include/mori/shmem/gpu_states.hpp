@@ -32,6 +32,20 @@ enum class Nic : uint8_t {
   kIonic = 3,
 };
 
+// "mlx5", "bnxt", "ionic" (as MORI_DEVICE_NIC spells them), "none".
+constexpr const char* nic_name(Nic nic) {
+  switch (nic) {
+    case Nic::kMlx5:
+      return "mlx5";
+    case Nic::kBnxt:
+      return "bnxt";
+    case Nic::kIonic:
+      return "ionic";
+    default:
+      return "none";
+  }
+}
+
 // A buffer registered with buffer_register: [base, base + size) on this PE, the same offset on
 // every PE.
 struct RegisteredRegion {

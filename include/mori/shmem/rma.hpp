@@ -3,7 +3,8 @@
 // typed (elements, the type deduced), addressed by a pure symmetric address or by a symmetric
 // object and element offset.
 //
-//   put_nbi   returns once the source may be reused; delivery is complete at the next quiet.
+//   put_nbi   delivery is complete at the next quiet; the source must not change until then (RDMA
+//             reads it after the call returns, except inline-size puts).
 //   put       returns once the data is delivered (put_nbi + quiet of that PE and QP).
 //   get_nbi   the destination is valid after the next quiet.
 //   get       returns with the data in the destination (get_nbi + quiet of that PE and QP).

@@ -4,8 +4,8 @@
 //   put_signal_nbi<S>(dest, source, nelems, sig_addr, signal, sig_op, pe)     (typed, T deduced)
 //       put `bytes` (or nelems elements) to PE `pe` as put_nbi does, then update the 64-bit signal
 //       at sig_addr on that PE: sig_op SIGNAL_SET stores `signal`, SIGNAL_ADD adds it atomically.
-//       Returns once the source may be reused; the put and the signal are complete at the next
-//       quiet. Scope S as for put_nbi: every participant makes the same call.
+//       The put and the signal are complete at the next quiet; the source must not change until
+//       then. Scope S as for put_nbi: every participant makes the same call.
 //   signal_wait_until(sig_addr, cmp, value) -> uint64_t    waits on this PE's signal; returns the
 //                                                          value that satisfied the condition
 //   signal_fetch(sig_addr) -> uint64_t                     this PE's signal, now

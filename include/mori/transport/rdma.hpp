@@ -47,14 +47,11 @@ struct Rdma {
                               uint64_t bytes) {
     if (!S::leader() || bytes == 0) return;
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
-    WorkRequest wr = remote(dst);
-    if (bytes <= Provider::kMaxInlineBytes) {
-      wr.opcode = Opcode::kWriteInline;
-      wr.inline_data = src;
-      wr.bytes = static_cast<uint32_t>(bytes);
-      Engine::post(ep, wr, dst.pe);
+    if (bytes <= kMaxMessage) {
+      Engine::post(ep, write_request(call, dst, src, bytes), dst.pe);
       return;
     }
+    WorkRequest wr = remote(dst);
     wr.opcode = Opcode::kWrite;
     wr.lkey = local_key(call, src, bytes, dst.pe, "source");
     post_chunks(ep, wr, reinterpret_cast<uint64_t>(src), bytes, dst.pe);
@@ -146,7 +143,8 @@ struct Rdma {
             << dst.pe << ")";
         });
     }
-    const U old = compare_swap_loop<U>(ep, dst, [&](U current) { return apply(op, current, v, c); });
+    const U old =
+        compare_swap_loop<U>(ep, dst, [&](U current) { return apply(op, current, v, c); });
     return shmem::is_fetching(op) ? static_cast<T>(old) : T{0};
   }
 
@@ -158,17 +156,7 @@ struct Rdma {
                                      shmem::atomicType op) {
     if (!S::leader()) return;
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
-    WorkRequest data = remote(dst);
-    if (bytes <= Provider::kMaxInlineBytes) {
-      data.opcode = Opcode::kWriteInline;
-      data.inline_data = src;
-      data.bytes = static_cast<uint32_t>(bytes);
-    } else if (bytes <= kMaxMessage) {
-      data.opcode = Opcode::kWrite;
-      data.lkey = local_key(call, src, bytes, dst.pe, "source");
-      data.local_addr = reinterpret_cast<uint64_t>(src);
-      data.bytes = static_cast<uint32_t>(bytes);
-    } else {  // the bulk first, then the last chunk together with the signal
+    if (bytes > kMaxMessage) {  // the bulk first, then the last chunk together with the signal
       put<Thread>(call, dst, src, bytes - kMaxMessage);
       RemoteTarget tail = dst;
       tail.ref.offset += bytes - kMaxMessage;
@@ -176,6 +164,7 @@ struct Rdma {
                          kMaxMessage, signal, value, op);
       return;
     }
+    const WorkRequest data = write_request(call, dst, src, bytes);
     WorkRequest sig = remote(signal);
     if (op == shmem::AMO_SIGNAL_ADD) {
       sig = atomic(signal, Opcode::kFetchAdd, value, 0, 8);
@@ -216,6 +205,23 @@ struct Rdma {
     WorkRequest wr{};
     wr.remote_addr = shmem::remote_address(t);
     wr.rkey = t.ref.region < 0 ? s.rkeys[t.pe] : s.regions[t.ref.region].rkeys[t.pe];
+    return wr;
+  }
+
+  // One RDMA write of [src, src + bytes) to `dst`, bytes <= kMaxMessage: inline up to the
+  // provider's limit (no key needed), else from the source's registered memory.
+  MORI_DEVICE static WorkRequest write_request(const char* call, const RemoteTarget& dst,
+                                               const void* src, uint64_t bytes) {
+    WorkRequest wr = remote(dst);
+    wr.bytes = static_cast<uint32_t>(bytes);
+    if (bytes <= Provider::kMaxInlineBytes) {
+      wr.opcode = Opcode::kWriteInline;
+      wr.inline_data = src;
+    } else {
+      wr.opcode = Opcode::kWrite;
+      wr.lkey = local_key(call, src, bytes, dst.pe, "source");
+      wr.local_addr = reinterpret_cast<uint64_t>(src);
+    }
     return wr;
   }
 

@@ -16,10 +16,10 @@ struct RdmaEndpoint {
   uint8_t* cq;    // cq_entries * Provider::kCqeBytes
   uint32_t* dbr;  // doorbell record (mlx5: the QP's two big-endian counters; others: see provider)
   uint64_t* db;  // doorbell register: MMIO on hardware, a word the software NIC watches on the host
-  uint32_t* cq_dbr;     // CQ consumer-index record, for providers that have one (else null)
-  uint64_t* ibuf;  // ibuf_words(ibuf_slots) words: the landing slots of fetching atomics, g and
-                   // small gets, then a discard word, then each slot's ticket (see below)
-  uint32_t sq_wqes;     // power of two
+  uint32_t* cq_dbr;  // CQ consumer-index record, for providers that have one (else null)
+  uint64_t* ibuf;    // ibuf_words(ibuf_slots) words: the landing slots of fetching atomics, g and
+                     // small gets, then a discard word, then each slot's ticket (see below)
+  uint32_t sq_wqes;  // power of two
   uint32_t cq_entries;  // power of two (a collapsed mlx5 CQ has 1)
   uint32_t qpn;
   uint32_t cqn;

@@ -4,11 +4,13 @@
 // poll, quiet, fence, and the ibuf slots that fetched values land in. The transport built on it
 // (transport/rdma.hpp) turns device API calls into work requests.
 //
-// Signalling: every WQE is signalled. It is the simplest correct choice: completion progress never
-// depends on which WQE happens to carry the signal, and on mlx5 the collapsed CQ makes a CQE per
-// WQE cheap (one entry, overwritten). Consequences: the CQ of a ring-CQ provider (Ionic, BNXT)
-// needs at least sq_wqes entries, which flow control then keeps from overflowing (at most
-// sq_wqes - 1 WQEs, hence CQEs, are ever unconsumed).
+// Signalling is selective: only the last WQE of each batch asks for a completion. Every provider's
+// completions are cumulative (a CQE for WQE n completes every WQE before it on the QP: mlx5's
+// wqe_counter, BNXT's con_indx, Ionic's msn), and every WQE is followed in its own batch by the
+// signalled one, so any index a thread waits for is eventually covered. quiet's target (a batch
+// end) is always a signalled WQE. An error completes with a CQE whether signalled or not. The CQ of
+// a ring-CQ provider (Ionic, BNXT) has sq_wqes entries, which flow control keeps from overflowing
+// (at most sq_wqes - 1 WQEs, hence CQEs, are ever unconsumed).
 //
 // Outstanding WQEs are bounded by sq_wqes - 1 for every provider (Ionic's doorbell cannot tell a
 // full ring from an empty one; mlx5's 16-bit wqe_counter needs fewer than 65536). So an SQ must be
@@ -87,7 +89,7 @@ struct RdmaEngine {
       wr.index = base + rank + k;
       wr.qpn = ep.qpn;
       wr.sq_wqes = ep.sq_wqes;
-      wr.signaled = 1;
+      wr.signaled = rank + k == count - 1 ? 1 : 0;  // the batch's last WQE (see the top)
       if (rank + k == 0 && (reservation & kFenceNext)) wr.fence = 1;
       wqe = ep.sq + (wr.index & (ep.sq_wqes - 1)) * Provider::kWqeBytes;
       write(wqe, wr, ep, pe);
@@ -119,7 +121,8 @@ struct RdmaEngine {
     wr.lkey = ep.ibuf_lkey;
     const uint64_t index = post(ep, wr, pe);
     wait_complete(ep, index + 1, pe, "fetch");
-    const uint64_t value = platform::atomic_load<MemOrder::Relaxed, MemScope::System>(ep.ibuf + slot);
+    const uint64_t value =
+        platform::atomic_load<MemOrder::Relaxed, MemScope::System>(ep.ibuf + slot);
     platform::atomic_store<MemOrder::Release, MemScope::System>(gate, ticket + ep.ibuf_slots);
     return value;
   }
@@ -316,7 +319,8 @@ struct RdmaEngine {
   MORI_DEVICE static void describe_queue(shmem::Message& m, const RdmaEndpoint& ep, int pe,
                                          uint64_t completed = kFromEndpoint) {
     m << "qp " << ep.qpn << " posted " << load(&ep.submitted) << ", completed "
-      << (completed == kFromEndpoint ? load(&ep.completed) : completed) << ", cq consumed " << load(&ep.cq_consumed) << " (PE " << pe << ")";
+      << (completed == kFromEndpoint ? load(&ep.completed) : completed) << ", cq consumed "
+      << load(&ep.cq_consumed) << " (PE " << pe << ")";
   }
 
   [[noreturn]] MORI_DEVICE static void time_out(const RdmaEndpoint& ep, int pe, const char* call) {

@@ -2,7 +2,6 @@
 // ibufs: host memory the provider library allocated; the UAR doorbell page: MMIO) the GPU reaches
 // through hipHostRegister mappings.
 #include <hip/hip_runtime_api.h>
-
 #include <unistd.h>
 
 #include <string>

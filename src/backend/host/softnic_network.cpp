@@ -63,17 +63,6 @@ const softnic::Codec& codec_of(shmem::Nic nic) {
   }
 }
 
-const char* nic_name(shmem::Nic nic) {
-  switch (nic) {
-    case shmem::Nic::kBnxt:
-      return "bnxt";
-    case shmem::Nic::kIonic:
-      return "ionic";
-    default:
-      return "mlx5";
-  }
-}
-
 class SoftNicNetwork final : public runtime::RdmaNetwork {
  public:
   SoftNicNetwork(Runtime& rt, shmem::Nic nic) : rt_(rt), nic_(nic) {}
@@ -104,8 +93,8 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
       if (!needs_rdma[pe]) continue;
       for (int q = 0; q < qps; ++q, ++k) {
         RdmaEndpoint& ep = eps[pe * qps + q];
-        uint64_t* ibuf = reinterpret_cast<uint64_t*>(ibufs_.get()) +
-                         k * transport::ibuf_words(kIbufSlots);
+        uint64_t* ibuf =
+            reinterpret_cast<uint64_t*>(ibufs_.get()) + k * transport::ibuf_words(kIbufSlots);
         MORI_TRY(init_endpoint(ep, sq_wqes, 0x100 + static_cast<uint32_t>(pe * qps + q), ibuf));
         local_.push_back({reinterpret_cast<uint64_t>(ibuf),
                           transport::ibuf_registered_bytes(kIbufSlots),
@@ -122,8 +111,8 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
           {pe, rt_.remote_bases[pe], rt_.memory->size(), heap_rkeys_[pe], mapped, pids_[pe]});
     }
     softnic::SoftNicOptions options;
-    options.log_prefix = "mori: PE " + std::to_string(rt_.rank) + " software NIC (" +
-                         nic_name(nic_) + "): ";
+    options.log_prefix =
+        "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + shmem::nic_name(nic_) + "): ";
     softnic_ =
         std::make_unique<softnic::SoftNic>(codec_of(nic_), std::move(served), table(), options);
     return softnic_->start();
@@ -158,12 +147,10 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     if (it == regions_.end()) return {};
     const uint32_t serial = it->second;
     regions_.erase(it);
-    std::erase_if(local_, [&](const softnic::LocalRegion& r) {
-      return r.lkey == key_for(rt_.rank, serial);
-    });
-    std::erase_if(remote_, [&](const softnic::RemoteRegion& r) {
-      return r.rkey == key_for(r.pe, serial);
-    });
+    std::erase_if(
+        local_, [&](const softnic::LocalRegion& r) { return r.lkey == key_for(rt_.rank, serial); });
+    std::erase_if(remote_,
+                  [&](const softnic::RemoteRegion& r) { return r.rkey == key_for(r.pe, serial); });
     softnic_->set_memory(table());
     return {};
   }

@@ -2,17 +2,17 @@
 // (softnic.hpp for the contract, docs/rdma-engine.md for the design).
 #include "backend/host/softnic/softnic.hpp"
 
+#include <sys/uio.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
-
-#include <sys/uio.h>
-#include <cerrno>
 
 namespace mori::softnic {
 namespace {
@@ -134,10 +134,10 @@ void SoftNic::run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     bool progress = false;
     for (size_t i = 0; i < queues_.size(); ++i) {
-    Queue& q = queues_[i];
-    progress |= service(q);
-    processed_[i].store(q.broken ? kBroken : q.next, std::memory_order_release);
-  }
+      Queue& q = queues_[i];
+      progress |= service(q);
+      processed_[i].store(q.broken ? kBroken : q.next, std::memory_order_release);
+    }
     if (progress) {
       idle = 0;
     } else if (idle < options_.spin_rounds) {
@@ -188,8 +188,7 @@ bool SoftNic::service(Queue& q) {
       std::lock_guard<std::mutex> lock(mutex_);
       q.error = "WQE " + std::to_string(index) + ": " + why;
       if (!options_.log_prefix.empty()) {
-        std::fprintf(stderr, "%sqp %u: %s\n", options_.log_prefix.c_str(), ep.qpn,
-                     q.error.c_str());
+        std::fprintf(stderr, "%sqp %u: %s\n", options_.log_prefix.c_str(), ep.qpn, q.error.c_str());
       }
       return true;
     }
