@@ -1,6 +1,6 @@
 // Helpers for device-API tests run under mpirun on the host backend: a shmem session per test case,
-// kernels run with the host launcher, symmetric buffers with poisoned guard bytes, and
-// deterministic data per PE and index.
+// kernels run with the host launcher, symmetric buffers with poisoned guard bytes, registered local
+// buffers, and deterministic data per PE and index.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -37,6 +37,45 @@ struct Session {
   }
   ~Session() { CHECK(shmem::finalize() == 0); }
   int me = 0, n = 0;
+};
+
+// True when the tests run over the RDMA transport (MORI_DISABLE_P2P set and not "0", as ctest's
+// mpi.rdma_<nic>.* tests do): every PE but this one is then reached through the (software) NIC, so
+// ptr/ptr_p2p give nullptr for it, and a put's source and a get's destination must lie in the heap
+// or in a registered buffer (include/mori/transport/rdma.hpp). This PE itself is always P2P.
+inline bool over_rdma() {
+  const char* v = std::getenv("MORI_DISABLE_P2P");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// A local (not symmetric) buffer of `n` elements registered with buffer_register for its lifetime:
+// the source of puts and the destination of gets over RDMA. Registration is collective: construct
+// and destroy these in code that every PE runs the same way, with the same sizes, and inside the
+// Session (destroyed before it).
+template <typename T>
+class Registered {
+ public:
+  explicit Registered(size_t n, T init = T{}) : buf_(n, init) {
+    REQUIRE(n > 0);
+    REQUIRE_MESSAGE(shmem::buffer_register(buf_.data(), bytes()) == 0, shmem::last_error());
+  }
+  ~Registered() {
+    CHECK_MESSAGE(shmem::buffer_deregister(buf_.data(), bytes()) == 0, shmem::last_error());
+  }
+  Registered(const Registered&) = delete;
+  Registered& operator=(const Registered&) = delete;
+
+  T* data() { return buf_.data(); }
+  const T* data() const { return buf_.data(); }
+  size_t size() const { return buf_.size(); }
+  size_t bytes() const { return buf_.size() * sizeof(T); }
+  T& operator[](size_t i) { return buf_[i]; }
+  const T& operator[](size_t i) const { return buf_[i]; }
+  T* begin() { return buf_.data(); }
+  T* end() { return buf_.data() + buf_.size(); }
+
+ private:
+  std::vector<T> buf_;
 };
 
 // Runs `kernel` on this PE's host launcher and requires success.

@@ -1,7 +1,8 @@
-// The device barrier_all over P2P in Thread, Warp and Block scope: many rounds in which every PE
-// writes round-stamped data to every PE, passes barrier_all, and checks that it sees this round's
-// data from all of them; across back-to-back launches and mixed with the host's barrier_all. Then a
-// barrier that one PE never reaches, which must time out on the others and say so.
+// The device barrier_all over P2P and over RDMA in Thread, Warp and Block scope: many rounds in
+// which every PE writes round-stamped data to every PE, passes barrier_all, and checks that it sees
+// this round's data from all of them; across back-to-back launches and mixed with the host's
+// barrier_all. Then a barrier that one PE never reaches, which must time out on the others and say
+// so.
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -55,7 +56,9 @@ void share(size_t n, F&& f) {
 }
 
 // Symmetric: inbox[w] is written by PE w with put_nbi; own is written here with plain stores and
-// read by peers with get. Local: src (the put's source) and fetched (the get's destination).
+// read by peers with get. Local: src (the put's source) and fetched (the get's destination),
+// registered buffers, which RDMA requires (registered collectively: every PE makes the same
+// Buffers).
 struct Buffers {
   explicit Buffers(int n)
       : inbox(static_cast<uint64_t*>(shmem::malloc(n * kWords * sizeof(uint64_t)))),
@@ -71,7 +74,7 @@ struct Buffers {
   }
   uint64_t* inbox;
   uint64_t* own;
-  std::vector<uint64_t> src, fetched;
+  Registered<uint64_t> src, fetched;
 };
 
 // One round: write, barrier, check everything from everyone, barrier (so that nobody overwrites

@@ -1,8 +1,11 @@
-// put_nbi / put / get_nbi / get over P2P, for every element type and every scope, untyped and
-// typed, by pure address and by symmetric object, in a ring and all-to-all, with odd sizes and
-// offsets. Data is checked on every PE, and the poisoned bytes around every destination must be
-// intact.
+// put_nbi / put / get_nbi / get over P2P and over RDMA, for every element type and every scope,
+// untyped and typed, by pure address and by symmetric object, in a ring and all-to-all, with odd
+// sizes and offsets. Data is checked on every PE, and the poisoned bytes around every destination
+// must be intact. The local side (a put's source, a get's destination) is a registered buffer, and
+// over P2P also plain memory (std::vector): over P2P any local memory may be used, over RDMA only
+// the heap or a registered buffer (include/mori/transport/rdma.hpp).
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "device_harness.hpp"
@@ -21,6 +24,38 @@ constexpr size_t kMaxElems = 1003;
 
 enum class Form { kBytes, kTyped, kBlocking, kObject };
 enum class Pattern { kRing, kAllToAll };
+// The local memory of a put's source or a get's destination.
+enum class Local { kPlain, kRegistered };
+
+// The local memory kinds to test: plain memory only over P2P (over RDMA it has no memory key, and
+// the launch fails by design, as with NVSHMEM's remote transports).
+std::vector<Local> local_kinds() {
+  if (over_rdma()) return {Local::kRegistered};
+  return {Local::kPlain, Local::kRegistered};
+}
+
+// Whether to run `kind` in Warp and Block scope too. Over P2P a registered buffer is plain memory
+// to the transport (only RDMA looks up its key), so Thread scope covers it there and keeps the
+// P2P run's time near what it was with plain memory alone.
+bool every_scope(Local kind) { return kind == Local::kPlain || over_rdma(); }
+
+// A local buffer of `n` elements of the given kind (registered: collectively, on every PE).
+template <typename T>
+class LocalBuffer {
+ public:
+  LocalBuffer(Local kind, size_t n) {
+    if (kind == Local::kRegistered)
+      registered_.emplace(n);
+    else
+      plain_.resize(n);
+  }
+  T* data() { return registered_ ? registered_->data() : plain_.data(); }
+  size_t size() const { return registered_ ? registered_->size() : plain_.size(); }
+
+ private:
+  std::vector<T> plain_;
+  std::optional<Registered<T>> registered_;
+};
 
 // The PEs this PE targets, and the slots it expects to be written on it.
 std::vector<int> targets(Pattern p, int me, int n) {
@@ -50,10 +85,11 @@ std::string check_slot(const T* slot, size_t off, size_t nelems, int writer, siz
 }
 
 template <typename S, typename T>
-void run_puts(const Session& s, Form form) {
+void run_puts(const Session& s, Form form, Local kind) {
+  CAPTURE(static_cast<int>(kind));
   GuardedSlots<T> dst(s.n, kMaxElems);
-  std::vector<T> src(kMaxElems);
-  for (size_t i = 0; i < kMaxElems; ++i) src[i] = value_of<T>(s.me, i);
+  LocalBuffer<T> src(kind, kMaxElems);
+  for (size_t i = 0; i < kMaxElems; ++i) src.data()[i] = value_of<T>(s.me, i);
   for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll}) {
     for (size_t nelems : kSizes) {
       for (size_t off : kOffsets) {
@@ -98,13 +134,14 @@ void run_puts(const Session& s, Form form) {
 }
 
 template <typename S, typename T>
-void run_gets(const Session& s, Form form) {
+void run_gets(const Session& s, Form form, Local kind) {
+  CAPTURE(static_cast<int>(kind));
   GuardedSlots<T> src(1, kMaxElems);
   for (size_t i = 0; i < kMaxElems; ++i) src.slot(0)[i] = value_of<T>(s.me, i);
   REQUIRE(shmem::barrier_all() == 0);
   constexpr size_t kGuard = 64;
   const size_t stride = kGuard + kMaxElems * sizeof(T) + kGuard;
-  std::vector<unsigned char> local(stride * s.n);
+  LocalBuffer<unsigned char> local(kind, stride * s.n);
   for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll}) {
     for (size_t nelems : kSizes) {
       for (size_t off : kOffsets) {
@@ -117,7 +154,7 @@ void run_gets(const Session& s, Form form) {
         };
         launch({1}, block_for<S>(), [&] {
           for (int pe : from) {
-            T* d = slot(pe);  // local, not symmetric: any memory may receive a get
+            T* d = slot(pe);  // local, not symmetric: plain memory (P2P only) or registered
             const T* remote = src.slot(0) + off;
             switch (form) {
               case Form::kBytes:
@@ -166,16 +203,22 @@ void run_gets(const Session& s, Form form) {
 template <typename T>
 void all_scopes_put(Form form) {
   Session s;
-  run_puts<Thread, T>(s, form);
-  run_puts<Warp, T>(s, form);
-  run_puts<Block, T>(s, form);
+  for (Local kind : local_kinds()) {
+    run_puts<Thread, T>(s, form, kind);
+    if (!every_scope(kind)) continue;
+    run_puts<Warp, T>(s, form, kind);
+    run_puts<Block, T>(s, form, kind);
+  }
 }
 template <typename T>
 void all_scopes_get(Form form) {
   Session s;
-  run_gets<Thread, T>(s, form);
-  run_gets<Warp, T>(s, form);
-  run_gets<Block, T>(s, form);
+  for (Local kind : local_kinds()) {
+    run_gets<Thread, T>(s, form, kind);
+    if (!every_scope(kind)) continue;
+    run_gets<Warp, T>(s, form, kind);
+    run_gets<Block, T>(s, form, kind);
+  }
 }
 
 }  // namespace

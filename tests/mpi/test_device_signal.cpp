@@ -1,8 +1,9 @@
-// put_signal_nbi / putmem_signal_nbi, signal_wait_until and signal_fetch over P2P, for every
-// element type and every scope: in a ring and all-to-all, with SIGNAL_SET and SIGNAL_ADD, over
-// several rounds. The receiver checks the data inside the same kernel, right after its wait
-// returns, so the test sees the signal-after-data ordering itself and not a later barrier's. Then
-// the checks of a bad signal operation and the timeout of a signal that never comes.
+// put_signal_nbi / putmem_signal_nbi, signal_wait_until and signal_fetch over P2P and over RDMA,
+// for every element type and every scope: in a ring and all-to-all, with SIGNAL_SET and
+// SIGNAL_ADD, over several rounds, from a registered source buffer (as RDMA requires). The
+// receiver checks the data inside the same kernel, right after its wait returns, so the test sees
+// the signal-after-data ordering itself and not a later barrier's. Then the checks of a bad signal
+// operation and the timeout of a signal that never comes.
 #include <string>
 #include <vector>
 
@@ -43,7 +44,7 @@ void run_rounds(const Session& s, Pattern pattern, shmem::atomicType op) {
     if (pattern == Pattern::kAllToAll || pe == (s.me + 1) % s.n) to.push_back(pe);
     if (pattern == Pattern::kAllToAll || pe == (s.me + s.n - 1) % s.n) from.push_back(pe);
   }
-  std::vector<T> src(kElems);
+  Registered<T> src(kElems);  // over RDMA a put's source needs a memory key
   for (int round = 0; round < kRounds; ++round) {
     CAPTURE(round);
     for (size_t i = 0; i < kElems; ++i) src[i] = sent<T>(s.me, round, i);

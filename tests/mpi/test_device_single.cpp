@@ -1,4 +1,5 @@
-// p / g and the pointer queries (ptr, ptr_p2p) over P2P, called from device code.
+// p / g and the pointer queries (ptr, ptr_p2p) over P2P and over RDMA, called from device code.
+// Over RDMA (MORI_DISABLE_P2P) ptr and ptr_p2p find no mapping of another PE: they give nullptr.
 //
 // p and g run for the 11 element types and the 16 C type names of the `_p` family, in a ring and
 // all-to-all, from many threads of two blocks at once. Values span the type's whole width (its
@@ -7,6 +8,7 @@
 // wrote there before the barrier, and the poison of slots nobody wrote.
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "device_harness.hpp"
@@ -113,11 +115,22 @@ void run_p_and_g() {
   }
 }
 
-// Sets an environment variable for the life of a scope (declare it before the Session).
+// Sets an environment variable for the life of a scope (declare it before the Session), then puts
+// back its previous value (the RDMA runs set MORI_DISABLE_P2P for the whole process).
 struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
   const char* name_;
+  std::string old_;
+  bool had_ = false;
 };
 
 uint64_t marker(int writer, int owner) { return 0x5eed000000000000ull | writer << 8 | owner; }
@@ -142,8 +155,9 @@ TEST_CASE("ptr and ptr_p2p from device code: round trips through the heap, and t
 
   std::vector<void*> via_ptr(s.n);
   std::vector<uint64_t> via_p2p(s.n);
-  uint64_t not_symmetric = 0, past_heap = 0, last_byte = 0, wrong_caller = 0, pe_low = 0,
-           pe_high = 0;
+  uint64_t not_symmetric = 0, past_heap = 0, last_byte = 0, last_byte_self = 0, last_byte_want = 0,
+           wrong_caller = 0, pe_low = 0, pe_high = 0;
+  const bool p2p = !over_rdma();  // over RDMA no other PE is mapped here
   void* ptr_not_symmetric = &s;
   void* ptr_bad_pe = &s;
   const int peer = (s.me + 1) % s.n;
@@ -152,8 +166,12 @@ TEST_CASE("ptr and ptr_p2p from device code: round trips through the heap, and t
     for (int pe = 0; pe < s.n; ++pe) {
       via_ptr[pe] = shmem::ptr(a + s.me, pe);
       via_p2p[pe] = shmem::ptr_p2p(mine, shmem::my_pe(), pe);
-      // Write this PE's marker into its element of every PE's copy, as plain stores.
-      if (via_ptr[pe]) *static_cast<uint64_t*>(via_ptr[pe]) = marker(s.me, pe);
+      // Write this PE's marker into its element of every PE's copy, as plain stores where it is
+      // mapped (every PE over P2P, only this PE over RDMA), else with p.
+      if (via_ptr[pe])
+        *static_cast<uint64_t*>(via_ptr[pe]) = marker(s.me, pe);
+      else
+        shmem::p(a + s.me, marker(s.me, pe), pe);
     }
     const shmem::GpuStates& st = shmem::gpu_states();
     const uint64_t local = reinterpret_cast<uint64_t>(&via_ptr);
@@ -161,6 +179,8 @@ TEST_CASE("ptr and ptr_p2p from device code: round trips through the heap, and t
     ptr_not_symmetric = shmem::ptr(&via_ptr, peer);
     past_heap = shmem::ptr_p2p(st.heap_base + st.heap_size, shmem::my_pe(), peer);
     last_byte = shmem::ptr_p2p(st.heap_base + st.heap_size - 1, shmem::my_pe(), peer);
+    last_byte_self = shmem::ptr_p2p(st.heap_base + st.heap_size - 1, shmem::my_pe(), s.me);
+    last_byte_want = st.heap_base + st.heap_size - 1;
     wrong_caller = shmem::ptr_p2p(mine, peer, peer);
     pe_low = shmem::ptr_p2p(mine, shmem::my_pe(), -1);
     pe_high = shmem::ptr_p2p(mine, shmem::my_pe(), shmem::n_pes());
@@ -170,13 +190,22 @@ TEST_CASE("ptr and ptr_p2p from device code: round trips through the heap, and t
   CHECK(via_ptr[s.me] == a + s.me);  // this PE's own copy is the address itself
   for (int pe = 0; pe < s.n; ++pe) {
     CAPTURE(pe);
-    CHECK(via_ptr[pe] != nullptr);  // every PE of one node is P2P-reachable on the host backend
+    // Every PE of one node is P2P-reachable on the host backend, unless P2P is disabled: then only
+    // this PE is.
+    if (p2p || pe == s.me)
+      CHECK(via_ptr[pe] != nullptr);
+    else
+      CHECK(via_ptr[pe] == nullptr);
     CHECK(reinterpret_cast<uint64_t>(via_ptr[pe]) == via_p2p[pe]);
   }
   CHECK(not_symmetric == 0);
   CHECK(ptr_not_symmetric == nullptr);
   CHECK(past_heap == 0);
-  CHECK(last_byte != 0);
+  CHECK(last_byte_self == last_byte_want);
+  if (p2p)
+    CHECK(last_byte != 0);
+  else
+    CHECK(last_byte == 0);
   CHECK(wrong_caller == 0);
   CHECK(pe_low == 0);
   CHECK(pe_high == 0);

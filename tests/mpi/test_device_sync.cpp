@@ -1,10 +1,10 @@
-// quiet and fence over P2P. Each PE runs a producer, which streams rounds of data to the next PE,
-// and a consumer, which takes the rounds of the previous PE, as two threads of one kernel, so that
-// producers and consumers on different PEs race each other. A producer writes a round's data (a
-// random size up to 4 KiB at a random offset), orders it with fence or quiet (in each of their
-// forms), then stores the round number in the consumer's flag. Whenever the consumer sees a new
-// flag value (an acquire load), the data of that round must be there in full. Then the argument
-// checks.
+// quiet and fence over P2P and over RDMA. Each PE runs a producer, which streams rounds of data to
+// the next PE, and a consumer, which takes the rounds of the previous PE, as two threads of one
+// kernel, so that producers and consumers on different PEs race each other. A producer writes a
+// round's data (a random size up to 4 KiB at a random offset), orders it with fence or quiet (in
+// each of their forms), then stores the round number in the consumer's flag. Whenever the consumer
+// sees a new flag value (an acquire load), the data of that round must be there in full. Then the
+// argument checks.
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -25,20 +25,28 @@ constexpr size_t kSlotBytes = kMaxBytes + kMaxOffset;
 
 // How a producer orders a round's data before its flag: one form of fence or quiet. The (pe, qp)
 // forms put on queue pair round % num_qp_per_pe and order that one.
+//
+// A fence on one QP orders that QP only (over RDMA the QPs run independently; over P2P every
+// fence happens to be a release fence of everything). So for fence(pe, qp) (qp_fence) the flag
+// goes on the round's QP too, and since rounds use different QPs, a later round's flag says nothing
+// of an earlier round's data: the producer runs at most one round ahead, so that the ack of round
+// r - 1 (whose data the consumer has seen) is what frees the slots of round r. After quiet(pe, qp)
+// the data is complete, and the flag stays on QP 0 (ordered across QPs by completion).
 struct Order {
   const char* name;
   void (*apply)(int pe, int qp);
   bool on_qp;
+  bool qp_fence;
 };
 constexpr Order kFences[] = {
-    {"fence()", [](int, int) { shmem::fence(); }, false},
-    {"fence(pe)", [](int pe, int) { shmem::fence(pe); }, false},
-    {"fence(pe, qp)", [](int pe, int qp) { shmem::fence(pe, qp); }, true},
+    {"fence()", [](int, int) { shmem::fence(); }, false, false},
+    {"fence(pe)", [](int pe, int) { shmem::fence(pe); }, false, false},
+    {"fence(pe, qp)", [](int pe, int qp) { shmem::fence(pe, qp); }, true, true},
 };
 constexpr Order kQuiets[] = {
-    {"quiet()", [](int, int) { shmem::quiet(); }, false},
-    {"quiet(pe)", [](int pe, int) { shmem::quiet(pe); }, false},
-    {"quiet(pe, qp)", [](int pe, int qp) { shmem::quiet(pe, qp); }, true},
+    {"quiet()", [](int, int) { shmem::quiet(); }, false, false},
+    {"quiet(pe)", [](int pe, int) { shmem::quiet(pe); }, false, false},
+    {"quiet(pe, qp)", [](int pe, int qp) { shmem::quiet(pe, qp); }, true, false},
 };
 
 uint64_t mix(uint64_t x) {  // splitmix64's finaliser
@@ -95,17 +103,23 @@ struct Outcome {
   std::string first;
 };
 
-void produce(const Channel& c, int me, int to, const Order& order, int num_qp) {
-  std::vector<unsigned char> src(kMaxBytes);
+// `sources` is registered memory (over RDMA a put's source needs a memory key) of kSlots *
+// kMaxBytes: round r is sent from source slot r % kSlots, as it goes to data slot r % kSlots. A
+// put_nbi's source may change only once the put is complete, and after a fence there is no quiet:
+// the same ack that frees the data slot of an earlier round (its data has been delivered, see
+// Order) frees its source slot, which the delivery has read.
+void produce(const Channel& c, unsigned char* sources, int me, int to, const Order& order,
+             int num_qp) {
+  const uint64_t ahead = order.qp_fence ? 1 : kSlots;  // rounds in flight (see Order)
   for (uint64_t r = 1; r <= kIterations; ++r) {
-    if (r > kSlots) shmem::wait_until(c.ack(), shmem::CMP_GE, r - kSlots);
+    if (r > ahead) shmem::wait_until(c.ack(), shmem::CMP_GE, r - ahead);
     const Round round(r, me, order);
+    unsigned char* src = sources + r % kSlots * kMaxBytes;
     for (size_t j = 0; j < round.bytes(); ++j) src[j] = round.byte(j);
     const int qp = static_cast<int>(r % num_qp);
-    shmem::putmem_nbi(c.slot(r) + round.offset(), src.data(), round.bytes(), to,
-                      order.on_qp ? qp : 0);
+    shmem::putmem_nbi(c.slot(r) + round.offset(), src, round.bytes(), to, order.on_qp ? qp : 0);
     order.apply(to, qp);
-    shmem::p(c.flag(), r, to);
+    shmem::p(c.flag(), r, to, order.qp_fence ? qp : 0);
   }
 }
 
@@ -137,15 +151,17 @@ void consume(const Channel& c, int from, const Order& order, Outcome& out) {
 
 void stream(const Order& order) {
   Session s;
-  CAPTURE(order.name);
+  const std::string order_name = order.name;  // captured as text, not as a pointer
+  CAPTURE(order_name);
   Channel c;
+  Registered<unsigned char> sources(kSlots * kMaxBytes);
   Outcome out;
   const int next = (s.me + 1) % s.n, prev = (s.me + s.n - 1) % s.n;
   const int num_qp = shmem::num_qp_per_pe();
   REQUIRE(shmem::barrier_all() == 0);  // every channel is zeroed before any producer starts
   launch({1}, {2}, [&] {
     if (mori::platform::thread_rank() == 0)
-      produce(c, s.me, next, order, num_qp);
+      produce(c, sources.data(), s.me, next, order, num_qp);
     else
       consume(c, prev, order, out);
   });

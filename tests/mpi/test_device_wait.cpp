@@ -1,8 +1,8 @@
-// The wait and test families over P2P, for the integer element types: every comparison true and
-// false (at the edges of each type's range too), waits satisfied by a peer's p and AMOs, data put
-// before a flag visible once the wait returns, the array forms with status masks against a host
-// reference and with peers' updates, and the checks: a bad comparison, an ivar outside symmetric
-// memory, and waits that never come true timing out with their exact diagnostic.
+// The wait and test families over P2P and over RDMA, for the integer element types: every
+// comparison true and false (at the edges of each type's range too), waits satisfied by a peer's p
+// and AMOs, data put before a flag visible once the wait returns, the array forms with status masks
+// against a host reference and with peers' updates, and the checks: a bad comparison, an ivar
+// outside symmetric memory, and waits that never come true timing out with their exact diagnostic.
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -242,7 +242,7 @@ TEST_CASE("wait_until: data put before the flag (and a fence) is visible once th
   *flag.slot(0) = 0;
   REQUIRE(shmem::barrier_all() == 0);
   const int next = (s.me + 1) % s.n, prev = (s.me + s.n - 1) % s.n;
-  std::vector<uint32_t> src(kData);
+  Registered<uint32_t> src(kData);  // over RDMA a put's source needs a memory key
   for (int round = 1; round <= 4; ++round) {
     for (size_t i = 0; i < kData; ++i) src[i] = value_of<uint32_t>(s.me, i + round);
     size_t wrong = 0;

@@ -1,10 +1,13 @@
 // Ordering and completion: quiet and fence.
 //
-//   quiet()        every put, AMO and signal this thread issued, to any PE, is complete and visible
-//   at its target. quiet(pe)      the same for the operations to `pe`;  quiet(pe, qp): those on one
-//   of its queue pairs. fence()        operations to each PE are delivered in the order they were
-//   issued, on every transport; it does
-//                  not wait for completion.
+//   quiet()          every put, AMO and signal this thread issued, to any PE, is complete and
+//                    visible at its target
+//   quiet(pe)        the same for the operations to `pe`
+//   quiet(pe, qp)    those on one of its queue pairs
+//   fence()          operations to each PE are delivered in the order they were issued, on every
+//                    transport; it does not wait for completion. Over RDMA the order holds per
+//                    queue pair: operations to one PE on different QPs are ordered only by quiet
+//   fence(pe), fence(pe, qp)   the same for one PE, or one of its QPs
 //
 // barrier_all (a collective across PEs) is in barrier.hpp.
 #pragma once
