@@ -26,6 +26,32 @@ std::tuple<Ts...> as_tuple(TypeList<Ts...>);
 using ElementTuple = decltype(as_tuple(ElementTypes{}));
 using AmoTuple = decltype(as_tuple(AmoTypes{}));
 
+// Sets (or, with a null value, unsets) an environment variable for the life of a scope, then puts
+// back what was there. Declare it before the Session whose init should see it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, saved_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string saved_;
+  bool had_ = false;
+};
+
 // init() with a small heap on entry, finalize() on exit.
 struct Session {
   explicit Session(const char* heap = "64M") {

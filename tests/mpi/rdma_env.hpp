@@ -6,29 +6,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "device_harness.hpp"
+
 namespace mori::test {
-
-// Sets a variable for the scope, then restores what was there.
-class ScopedVar {
- public:
-  ScopedVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedVar() {
-    if (had_)
-      setenv(name_, saved_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedVar(const ScopedVar&) = delete;
-  ScopedVar& operator=(const ScopedVar&) = delete;
-
- private:
-  const char* name_;
-  std::string saved_;
-  bool had_ = false;
-};
 
 inline std::string nic_name() {
   const char* v = std::getenv("MORI_DEVICE_NIC");

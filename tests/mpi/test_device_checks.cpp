@@ -71,27 +71,6 @@ std::string out_of_range(const char* call, int pe, int n) {
          std::to_string(n) + ")";
 }
 
-// Sets an environment variable for the life of a scope (declare it before the Session).
-// Sets (or, with a null value, unsets) a variable for the scope, then restores it.
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, saved_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  const char* name_;
-  std::string saved_;
-  bool had_ = false;
-};
-
 // A symmetric array of kElems ints, a local source, and a local (not symmetric) buffer.
 struct Buffers {
   static constexpr size_t kElems = 16;

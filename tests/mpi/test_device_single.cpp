@@ -115,24 +115,6 @@ void run_p_and_g() {
   }
 }
 
-// Sets an environment variable for the life of a scope (declare it before the Session), then puts
-// back its previous value (the RDMA runs set MORI_DISABLE_P2P for the whole process).
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 uint64_t marker(int writer, int owner) { return 0x5eed000000000000ull | writer << 8 | owner; }
 
 }  // namespace

@@ -43,7 +43,7 @@ struct Words {
 }  // namespace
 
 TEST_CASE("rdma faults: an error completion traps with the syndrome, PE and queue indices") {
-  ScopedVar fault("MORI_SOFTNIC_FAULT", "error:5");
+  ScopedEnv fault("MORI_SOFTNIC_FAULT", "error:5");
   Session s;
   const int peer = (s.me + 1) % s.n;
   Words words;
@@ -75,8 +75,8 @@ TEST_CASE("rdma faults: an error completion traps with the syndrome, PE and queu
 }
 
 TEST_CASE("rdma faults: a dropped completion makes quiet time out with the queue indices") {
-  ScopedVar fault("MORI_SOFTNIC_FAULT", "drop:3");
-  ScopedVar timeout("MORI_SHMEM_TIMEOUT_MS", "300");
+  ScopedEnv fault("MORI_SOFTNIC_FAULT", "drop:3");
+  ScopedEnv timeout("MORI_SHMEM_TIMEOUT_MS", "300");
   Session s;
   const int peer = (s.me + 1) % s.n;
   Words words;
@@ -101,7 +101,7 @@ TEST_CASE("rdma faults: a dropped completion makes quiet time out with the queue
 }
 
 TEST_CASE("rdma faults: a delayed doorbell delays, and the data still arrives") {
-  ScopedVar fault("MORI_SOFTNIC_FAULT", "delay_ms:150");
+  ScopedEnv fault("MORI_SOFTNIC_FAULT", "delay_ms:150");
   Session s;
   const int peer = (s.me + 1) % s.n, from = (s.me + s.n - 1) % s.n;
   Words words;

@@ -28,8 +28,8 @@ uint64_t value_at(int pe, int lane, int k) {
 }  // namespace
 
 TEST_CASE("rdma stress: 100k+ work requests through 64-entry SQs, every value and count exact") {
-  ScopedVar sq("MORI_RDMA_SQ_WQES", "64");
-  ScopedVar qps("MORI_NUM_QP_PER_PE", "2");
+  ScopedEnv sq("MORI_RDMA_SQ_WQES", "64");
+  ScopedEnv qps("MORI_NUM_QP_PER_PE", "2");
   Session s;
   const int to = (s.me + 1) % s.n, from = (s.me + s.n - 1) % s.n;
   auto* slots = static_cast<uint64_t*>(shmem::malloc(sizeof(uint64_t) * kLanes * kIters));

@@ -24,25 +24,8 @@ using IntegerTuple = decltype(integers_of(ElementTuple{}));
 
 // Sets MORI_SHMEM_TIMEOUT_MS for the sessions made while it lives (construct it before the
 // Session), and puts the previous value back afterwards.
-class ScopedTimeout {
- public:
-  explicit ScopedTimeout(const char* ms) {
-    if (const char* old = std::getenv(kVar)) saved_ = old, had_ = true;
-    setenv(kVar, ms, 1);
-  }
-  ~ScopedTimeout() {
-    if (had_)
-      setenv(kVar, saved_.c_str(), 1);
-    else
-      unsetenv(kVar);
-  }
-  ScopedTimeout(const ScopedTimeout&) = delete;
-  ScopedTimeout& operator=(const ScopedTimeout&) = delete;
-
- private:
-  static constexpr const char* kVar = "MORI_SHMEM_TIMEOUT_MS";
-  std::string saved_;
-  bool had_ = false;
+struct ScopedTimeout : ScopedEnv {
+  explicit ScopedTimeout(const char* ms) : ScopedEnv("MORI_SHMEM_TIMEOUT_MS", ms) {}
 };
 
 // An address as the device's messages print it: "0x" and lowercase hex digits.
