@@ -59,6 +59,7 @@ Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma
   config.heap_base = rt.memory->base();
   config.heap_bytes = rt.memory->size();
   config.device_filter_text = rt.settings.rdma_devices;
+  config.gid_index = rt.settings.ib_gid_index;
   config.map_to_device = std::move(map_to_device);
   config.unmap_from_device = std::move(unmap_from_device);
   std::unique_ptr<VerbsNetwork> verbs;

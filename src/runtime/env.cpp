@@ -171,6 +171,10 @@ Status load(Settings* out) {
     MORI_TRY(parse_at_least("MORI_SHMEM_PES_PER_NODE", text, 1, 1 << 20, &value));
     s.pes_per_node = static_cast<int>(value);
   }
+  if (read("MORI_IB_GID_INDEX", &text)) {
+    MORI_TRY(parse_uint("MORI_IB_GID_INDEX", text, 255, &value));
+    s.ib_gid_index = static_cast<int>(value);
+  }
   if (read("MORI_RDMA_SQ_WQES", &text)) {
     MORI_TRY(parse_at_least("MORI_RDMA_SQ_WQES", text, 16, 65536, &value));
     if (value & (value - 1))

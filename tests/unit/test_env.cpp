@@ -17,9 +17,18 @@ namespace env = mori::env;
 namespace {
 
 constexpr const char* kVariables[] = {
-    "MORI_SHMEM_HEAP_SIZE",         "MORI_SHMEM_MODE",       "MORI_SHMEM_VMM_CHUNK_SIZE",
-    "MORI_NUM_QP_PER_PE",           "MORI_SHMEM_TIMEOUT_MS", "MORI_SHMEM_CHECK_SYMMETRY",
-    "MORI_SHMEM_BOOTSTRAP_TIMEOUT", "MORI_RDMA_DEVICES",
+    "MORI_SHMEM_HEAP_SIZE",
+    "MORI_SHMEM_MODE",
+    "MORI_SHMEM_VMM_CHUNK_SIZE",
+    "MORI_NUM_QP_PER_PE",
+    "MORI_SHMEM_TIMEOUT_MS",
+    "MORI_SHMEM_CHECK_SYMMETRY",
+    "MORI_SHMEM_BOOTSTRAP_TIMEOUT",
+    "MORI_RDMA_DEVICES",
+    "MORI_DEVICE_NIC",
+    "MORI_RDMA_SQ_WQES",
+    "MORI_IB_GID_INDEX",
+    "MORI_SHMEM_PES_PER_NODE",
 };
 
 // Clears every variable load() reads, applies `values`, and puts the environment back as it was
@@ -165,6 +174,26 @@ TEST_CASE("env: load reads every variable") {
   CHECK(s.rdma_devices == "mlx5_0:1,^mlx5_3");
 }
 
+TEST_CASE("env: the RDMA variables") {
+  {
+    ScopedEnv scope({});
+    const env::Settings s = must_load();
+    CHECK(s.device_nic == mori::shmem::Nic::kNone);
+    CHECK(s.rdma_sq_wqes == 256);
+    CHECK(s.ib_gid_index == -1);
+    CHECK(s.pes_per_node == 0);
+  }
+  ScopedEnv scope({{"MORI_DEVICE_NIC", "ionic"},
+                   {"MORI_RDMA_SQ_WQES", "64"},
+                   {"MORI_IB_GID_INDEX", "0"},
+                   {"MORI_SHMEM_PES_PER_NODE", "8"}});
+  const env::Settings s = must_load();
+  CHECK(s.device_nic == mori::shmem::Nic::kIonic);
+  CHECK(s.rdma_sq_wqes == 64);
+  CHECK(s.ib_gid_index == 0);
+  CHECK(s.pes_per_node == 8);
+}
+
 TEST_CASE("env: in vmm_heap mode the heap size rounds up to whole chunks, in static mode not") {
   {
     ScopedEnv scope({{"MORI_SHMEM_HEAP_SIZE", "100M"}, {"MORI_SHMEM_MODE", "vmm_heap"}});
@@ -211,6 +240,17 @@ TEST_CASE("env: load refuses bad values, quoting the variable and its value") {
       {{"MORI_SHMEM_TIMEOUT_MS", "-1"},
        "MORI_SHMEM_TIMEOUT_MS=\"-1\" is not a non-negative integer"},
       {{"MORI_SHMEM_CHECK_SYMMETRY", "yes"}, "MORI_SHMEM_CHECK_SYMMETRY=\"yes\" is not 0 or 1"},
+      {{"MORI_DEVICE_NIC", "cx7"}, "MORI_DEVICE_NIC=\"cx7\" is not mlx5, bnxt or ionic"},
+      {{"MORI_DEVICE_NIC", "MLX5"}, "MORI_DEVICE_NIC=\"MLX5\" is not mlx5, bnxt or ionic"},
+      {{"MORI_RDMA_SQ_WQES", "100"}, "MORI_RDMA_SQ_WQES=\"100\" is not a power of two"},
+      {{"MORI_RDMA_SQ_WQES", "8"},
+       "MORI_RDMA_SQ_WQES=\"8\" is too small: the least accepted is 16"},
+      {{"MORI_RDMA_SQ_WQES", "131072"},
+       "MORI_RDMA_SQ_WQES=\"131072\" is too large: the most accepted is 65536"},
+      {{"MORI_IB_GID_INDEX", "256"},
+       "MORI_IB_GID_INDEX=\"256\" is too large: the most accepted is 255"},
+      {{"MORI_SHMEM_PES_PER_NODE", "0"},
+       "MORI_SHMEM_PES_PER_NODE=\"0\" is too small: the least accepted is 1"},
   };
   for (const auto& [setting, expected] : cases) {
     CAPTURE(setting.first);
