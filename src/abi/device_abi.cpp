@@ -23,7 +23,16 @@ extern "C" MORI_DEVICE_VAR __attribute__((visibility("default"), used, retain))
 const uint32_t mori_shmem_gpu_states_abi_version = mori::shmem::kGpuStatesAbiVersion;
 
 // MORI_DEVICE_VAR is the device attribute without `inline`: these are real, exported definitions.
-#define MORI_ABI_EXPORT extern "C" MORI_DEVICE_VAR __attribute__((visibility("default")))
+// On amdgcn each wrapper is flattened: everything it calls is inlined into it, so an entry point
+// makes no calls (a call, even on a path never taken, costs register saves to scratch, and the
+// device ABI's callers expect leaf functions, as with NVSHMEM's bitcode).
+#if defined(MORI_ON_AMDGCN)
+#define MORI_ABI_FLATTEN __attribute__((flatten))
+#else
+#define MORI_ABI_FLATTEN
+#endif
+#define MORI_ABI_EXPORT \
+  extern "C" MORI_DEVICE_VAR __attribute__((visibility("default"))) MORI_ABI_FLATTEN
 #define MORI_ABI_FAMILY(name)
 #define MORI_ABI_P(type, name) type name
 #define MORI_ABI_STATUS(name, scope, params, call) \

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "mori/platform/common.hpp"
 
@@ -114,8 +115,10 @@ MORI_DEVICE T warp_broadcast(T value, int src_lane) {
 
 // ---- atomics and fences
 // ----------------------------------------------------------------------------------------
-#define MORI_AMDGCN_ORDER(O) detail::gcc_order(O)
-#define MORI_AMDGCN_SCOPE(S) detail::hip_scope(S)
+// Evaluated at compile time (integral_constant): the builtins take constants, and a call left to
+// the inliner would make every atomic a call.
+#define MORI_AMDGCN_ORDER(O) (std::integral_constant<int, detail::gcc_order(O)>::value)
+#define MORI_AMDGCN_SCOPE(S) (std::integral_constant<int, detail::hip_scope(S)>::value)
 
 template <MemOrder O, MemScope S, typename T>
 MORI_DEVICE T atomic_load(const T* p) {

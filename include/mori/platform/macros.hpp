@@ -13,7 +13,15 @@
 
 #if defined(__HIP__)
 #define MORI_ON_AMDGCN 1
+// Release GPU builds force every device function inline (as CUDA libraries' __forceinline__): an
+// entry point of the device API then makes no calls, and a call, even on a path never taken, costs
+// register saves to scratch around it. Checked builds keep the compiler's choice: their failure
+// messages would be inlined everywhere.
+#if defined(NDEBUG) && !(defined(MORI_DEVICE_CHECKS) && MORI_DEVICE_CHECKS)
+#define MORI_DEVICE __attribute__((device)) inline __attribute__((always_inline))
+#else
 #define MORI_DEVICE __attribute__((device)) inline
+#endif
 #define MORI_DEVICE_NOINLINE __attribute__((device)) inline __attribute__((noinline))
 #define MORI_DEVICE_VAR __attribute__((device))
 #define MORI_KERNEL extern "C" __attribute__((global))
@@ -45,6 +53,16 @@
 #else
 #define MORI_DEVICE_CHECKS 0
 #endif
+#endif
+
+// The failure paths of device calls (shmem::fail and what feeds it). In release GPU builds a
+// failure only records a few words and traps, and it is forced inline: an out-of-line call, even
+// on a path never taken, makes the caller save registers to scratch around it. Where failures are
+// described (checks on, the host) the message code is too big to inline everywhere.
+#if defined(MORI_ON_AMDGCN) && !MORI_DEVICE_CHECKS
+#define MORI_COLD_INLINE __attribute__((always_inline))
+#else
+#define MORI_COLD_INLINE
 #endif
 
 #define MORI_STRINGIFY_(x) #x

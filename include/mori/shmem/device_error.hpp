@@ -39,7 +39,8 @@ inline constexpr bool kDescribeFailures = MORI_DEVICE_CHECKS || platform::kOnHos
 
 namespace detail {
 // Writes the record unless an earlier failure already did (the first one wins).
-MORI_DEVICE void record_failure(const FailureInfo& info, const char* text, int length) {
+MORI_DEVICE MORI_COLD_INLINE void record_failure(const FailureInfo& info, const char* text,
+                                                 int length) {
   DeviceError* record = gpu_states().error;
   using platform::MemOrder;
   using platform::MemScope;
@@ -59,7 +60,7 @@ MORI_DEVICE void record_failure(const FailureInfo& info, const char* text, int l
 // Records the failure and traps. `describe(Message&)` writes the one-line reason; it runs only
 // where failures are described (kDescribeFailures). Never returns.
 template <typename Describe>
-[[noreturn]] MORI_DEVICE void fail(const FailureInfo& info, Describe&& describe) {
+[[noreturn]] MORI_DEVICE MORI_COLD_INLINE void fail(const FailureInfo& info, Describe&& describe) {
   if constexpr (kDescribeFailures) {
     Message message;
     describe(message);

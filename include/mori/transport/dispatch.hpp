@@ -30,6 +30,8 @@
 
 namespace mori::transport {
 
+inline constexpr bool kAnyRdma = MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC;
+
 // Runs f<Rdma<Provider>>() for the job's NIC family.
 template <typename F>
 MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
@@ -65,8 +67,10 @@ MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
     // inlined once, not once per case.
     case shmem::Transport::kSdma:
       return f.template operator()<Sdma>();
+#if MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC
     case shmem::Transport::kRdma:
       return with_nic(call, pe, f);
+#endif
     default: {
       shmem::fail({shmem::DeviceErrorCode::kNotReachable, pe}, [&](shmem::Message& m) {
         m << call << ": PE " << pe << " is unreachable from PE " << shmem::detail::this_pe();
@@ -79,7 +83,9 @@ MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
 template <typename F>
 MORI_DEVICE void for_each_transport(F&& f) {
   f.template operator()<P2p>();
-  if (shmem::gpu_states().rdma_endpoints != nullptr) with_nic("quiet/fence", -1, f);
+  if constexpr (kAnyRdma) {
+    if (shmem::gpu_states().rdma_endpoints != nullptr) with_nic("quiet/fence", -1, f);
+  }
 }
 
 }  // namespace mori::transport

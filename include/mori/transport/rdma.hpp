@@ -33,6 +33,8 @@
 
 namespace mori::transport {
 
+using shmem::RemoteTarget;
+
 template <typename Provider>
 struct Rdma {
   using Engine = RdmaEngine<Provider>;
@@ -156,15 +158,15 @@ struct Rdma {
                                      shmem::atomicType op) {
     if (!S::leader()) return;
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
+    RemoteTarget tail = dst;
     if (bytes > kMaxMessage) {  // the bulk first, then the last chunk together with the signal
-      put<Thread>(call, dst, src, bytes - kMaxMessage);
-      RemoteTarget tail = dst;
-      tail.ref.offset += bytes - kMaxMessage;
-      put_signal<Thread>(call, tail, static_cast<const char*>(src) + (bytes - kMaxMessage),
-                         kMaxMessage, signal, value, op);
-      return;
+      const uint64_t head = bytes - kMaxMessage;
+      put<Thread>(call, dst, src, head);
+      tail.ref.offset += head;
+      src = static_cast<const char*>(src) + head;
+      bytes = kMaxMessage;
     }
-    const WorkRequest data = write_request(call, dst, src, bytes);
+    const WorkRequest data = write_request(call, tail, src, bytes);
     WorkRequest sig = remote(signal);
     if (op == shmem::AMO_SIGNAL_ADD) {
       sig = atomic(signal, Opcode::kFetchAdd, value, 0, 8);

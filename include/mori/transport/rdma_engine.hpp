@@ -303,7 +303,8 @@ struct RdmaEngine {
 
   // Writes the queue's indices into the device-error record while none is recorded yet.
   // `completed`: the WQEs known complete (ep.completed unless an error CQE says more).
-  MORI_DEVICE static void note_queue(const RdmaEndpoint& ep, uint64_t completed = kFromEndpoint) {
+  MORI_DEVICE MORI_COLD_INLINE static void note_queue(const RdmaEndpoint& ep,
+                                                      uint64_t completed = kFromEndpoint) {
     using platform::MemOrder, platform::MemScope;
     shmem::DeviceError* record = shmem::gpu_states().error;
     if (!record || platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&record->code) != 0)
@@ -316,14 +317,16 @@ struct RdmaEngine {
   }
 
   // "qp 7 posted 12, completed 10, cq consumed 3 (PE 1)"
-  MORI_DEVICE static void describe_queue(shmem::Message& m, const RdmaEndpoint& ep, int pe,
-                                         uint64_t completed = kFromEndpoint) {
+  MORI_DEVICE MORI_COLD_INLINE static void describe_queue(shmem::Message& m, const RdmaEndpoint& ep,
+                                                          int pe,
+                                                          uint64_t completed = kFromEndpoint) {
     m << "qp " << ep.qpn << " posted " << load(&ep.submitted) << ", completed "
       << (completed == kFromEndpoint ? load(&ep.completed) : completed) << ", cq consumed "
       << load(&ep.cq_consumed) << " (PE " << pe << ")";
   }
 
-  [[noreturn]] MORI_DEVICE static void time_out(const RdmaEndpoint& ep, int pe, const char* call) {
+  [[noreturn]] MORI_DEVICE MORI_COLD_INLINE static void time_out(const RdmaEndpoint& ep, int pe,
+                                                                 const char* call) {
     note_queue(ep);
     shmem::fail({shmem::DeviceErrorCode::kTimeout, pe, 0, load(&ep.completed)},
                 [&](shmem::Message& m) {

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# isa_budget: the device code of ABI functions, per function, against a budget file.
+#
+#   bench/isa_budget.sh <bitcode> <arch> <budget file> [--check]
+#
+# Compiles the named functions (and only what they reach: llvm-extract --recursive) of the device
+# bitcode for <arch> and prints, per function: instructions, SGPRs, VGPRs, scratch bytes and calls
+# (s_swappc / s_setpc into another function), read from llc's assembly and its per-function
+# comments. With --check it fails when a function exceeds its budget's instruction count by more
+# than 10%, or uses more scratch or more calls than its budget allows.
+#
+# Budget file: one line per function, "name max_instructions max_scratch max_calls", # comments.
+# LLVM tools: LLVM_SUFFIX (default -19).
+set -euo pipefail
+bitcode=$1 arch=$2 budget=$3 check=${4:-}
+sfx=${LLVM_SUFFIX--19}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+mapfile -t rows < <(grep -v '^[[:space:]]*\(#\|$\)' "$budget")
+funcs=()
+for row in "${rows[@]}"; do
+  read -r name _ <<<"$row"
+  funcs+=("--func=$name")
+done
+"llvm-extract$sfx" --recursive "${funcs[@]}" "$bitcode" -o "$tmp/part.bc"
+"llc$sfx" -mtriple=amdgcn-amd-amdhsa -mcpu="$arch" -O2 "$tmp/part.bc" -o "$tmp/part.s"
+
+# One line per function of the assembly: name instructions sgprs vgprs scratch calls.
+awk '
+  /^[A-Za-z_][A-Za-z0-9_.$]*:/ && !/^\.L/ { name = substr($1, 1, length($1) - 1); n = 0; calls = 0; inside = 1; next }
+  inside && /^\.Lfunc_end/ { inside = 0; count[name] = n; ncalls[name] = calls; next }
+  inside && /^[[:space:]]+[a-z_][a-z0-9_]*([[:space:]]|$)/ && !/^[[:space:]]+\./ { ++n; if ($1 == "s_swappc_b64") ++calls; next }
+  /^; NumSgprs:/ { sgprs[name] = $3 }
+  /^; NumVgprs:/ { vgprs[name] = $3 }
+  /^; ScratchSize:/ { print name, count[name], sgprs[name], vgprs[name], $3, ncalls[name] }
+' "$tmp/part.s" >"$tmp/table"
+
+printf '%-48s %7s %6s %6s %8s %6s  %s\n' function instr sgprs vgprs scratch calls budget
+fail=0
+for row in "${rows[@]}"; do
+  read -r name max_instr max_scratch max_calls <<<"$row"
+  read -r _ instr sgprs vgprs scratch calls < <(awk -v f="$name" '$1 == f' "$tmp/table") || {
+    echo "isa_budget: $name not found in $bitcode" >&2
+    exit 1
+  }
+  verdict=ok
+  if [ "$instr" -gt $((max_instr + max_instr / 10)) ]; then verdict="OVER (instructions > $max_instr + 10%)"; fi
+  if [ "$scratch" -gt "$max_scratch" ]; then verdict="OVER (scratch > $max_scratch)"; fi
+  if [ "$calls" -gt "$max_calls" ]; then verdict="OVER (calls > $max_calls)"; fi
+  [ "$verdict" = ok ] || fail=1
+  printf '%-48s %7d %6d %6d %8d %6d  %s\n' "$name" "$instr" "$sgprs" "$vgprs" "$scratch" "$calls" \
+    "$max_instr/$max_scratch/$max_calls $verdict"
+done
+if [ "$check" = --check ] && [ "$fail" = 1 ]; then
+  echo "isa_budget: over budget (see OVER above)" >&2
+  exit 1
+fi

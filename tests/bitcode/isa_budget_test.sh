@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# ctest bitcode.isa_budget.gfx942: builds the device bitcode as the budgets are defined (gfx942,
+# release, RDMA dispatch for MLX5 only) into a scratch folder and checks bench/isa_budget.txt.
+#   isa_budget_test.sh <repo root> <abi manifest tool>
+set -euo pipefail
+root=$1 manifest_tool=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+MORI_BITCODE_DEFINES="-DMORI_RDMA_MLX5=1 -DMORI_RDMA_BNXT=0 -DMORI_RDMA_IONIC=0" \
+  MORI_ABI_MANIFEST_TOOL=$manifest_tool \
+  bash "$root/tools/build_shmem_bitcode.sh" "$work" gfx942 >/dev/null
+bash "$root/bench/isa_budget.sh" "$work/lib/libmori_shmem_device_gfx942.bc" gfx942 \
+  "$root/bench/isa_budget.txt" --check
