@@ -103,18 +103,17 @@ struct Outcome {
   std::string first;
 };
 
-// `sources` is registered memory (over RDMA a put's source needs a memory key) of kSlots *
-// kMaxBytes: round r is sent from source slot r % kSlots, as it goes to data slot r % kSlots. A
-// put_nbi's source may change only once the put is complete, and after a fence there is no quiet:
-// the same ack that frees the data slot of an earlier round (its data has been delivered, see
-// Order) frees its source slot, which the delivery has read.
+// `sources` is registered memory (over RDMA a put's source needs a memory key) with one slot of
+// kMaxBytes per round, never reused within a run: a put_nbi's source may change only after a
+// quiet, and this stream has none (an ack proves the delivery, but only through the other PE,
+// which a checker such as ThreadSanitizer cannot follow).
 void produce(const Channel& c, unsigned char* sources, int me, int to, const Order& order,
              int num_qp) {
   const uint64_t ahead = order.qp_fence ? 1 : kSlots;  // rounds in flight (see Order)
   for (uint64_t r = 1; r <= kIterations; ++r) {
     if (r > ahead) shmem::wait_until(c.ack(), shmem::CMP_GE, r - ahead);
     const Round round(r, me, order);
-    unsigned char* src = sources + r % kSlots * kMaxBytes;
+    unsigned char* src = sources + r * kMaxBytes;
     for (size_t j = 0; j < round.bytes(); ++j) src[j] = round.byte(j);
     const int qp = static_cast<int>(r % num_qp);
     shmem::putmem_nbi(c.slot(r) + round.offset(), src, round.bytes(), to, order.on_qp ? qp : 0);
@@ -154,7 +153,7 @@ void stream(const Order& order) {
   const std::string order_name = order.name;  // captured as text, not as a pointer
   CAPTURE(order_name);
   Channel c;
-  Registered<unsigned char> sources(kSlots * kMaxBytes);
+  Registered<unsigned char> sources((kIterations + 1) * kMaxBytes);
   Outcome out;
   const int next = (s.me + 1) % s.n, prev = (s.me + s.n - 1) % s.n;
   const int num_qp = shmem::num_qp_per_pe();

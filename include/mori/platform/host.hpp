@@ -89,10 +89,26 @@ inline T warp_broadcast(T value, int src_lane) {
 // ---- atomics and fences
 // ----------------------------------------------------------------------------------------
 namespace detail {
+// ThreadSanitizer does not model standalone fences (std::atomic_thread_fence), so the pattern
+// "release fence, then relaxed store" that device code uses (and that amdgcn needs) would look
+// like a race to it. Under TSan every relaxed atomic is therefore made acq_rel (a load acquire, a
+// store release): a strengthening, so no behaviour changes, and the synchronisation the fences
+// provide becomes visible to TSan. Documented in docs/host-backend.md.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kTsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kTsan = true;
+#else
+inline constexpr bool kTsan = false;
+#endif
+#else
+inline constexpr bool kTsan = false;
+#endif
 constexpr std::memory_order std_order(MemOrder o) {
   switch (o) {
     case MemOrder::Relaxed:
-      return std::memory_order_relaxed;
+      return kTsan ? std::memory_order_acq_rel : std::memory_order_relaxed;
     case MemOrder::Acquire:
       return std::memory_order_acquire;
     case MemOrder::Release:
@@ -111,11 +127,13 @@ std::atomic_ref<T> ref(T* p) {
 
 template <MemOrder O, MemScope S, typename T>
 inline T atomic_load(const T* p) {
-  return detail::ref(const_cast<T*>(p)).load(detail::std_order(detail::load_order(O)));
+  constexpr MemOrder kO = detail::kTsan && O == MemOrder::Relaxed ? MemOrder::Acquire : O;
+  return detail::ref(const_cast<T*>(p)).load(detail::std_order(detail::load_order(kO)));
 }
 template <MemOrder O, MemScope S, typename T>
 inline void atomic_store(T* p, T v) {
-  detail::ref(p).store(v, detail::std_order(detail::store_order(O)));
+  constexpr MemOrder kO = detail::kTsan && O == MemOrder::Relaxed ? MemOrder::Release : O;
+  detail::ref(p).store(v, detail::std_order(detail::store_order(kO)));
 }
 #define MORI_HOST_RMW(op)                              \
   template <MemOrder O, MemScope S, typename T>        \
@@ -127,8 +145,11 @@ MORI_ATOMIC_RMW_OPS(MORI_HOST_RMW)
 // Returns the value found at *p; the swap happened iff it equals `expected`.
 template <MemOrder O, MemScope S, typename T>
 inline T atomic_compare_swap(T* p, T expected, T desired) {
+  constexpr MemOrder kFail = detail::kTsan && detail::load_order(O) == MemOrder::Relaxed
+                                ? MemOrder::Acquire
+                                : detail::load_order(O);
   detail::ref(p).compare_exchange_strong(expected, desired, detail::std_order(O),
-                                         detail::std_order(detail::load_order(O)));
+                                         detail::std_order(kFail));
   return expected;
 }
 

@@ -32,7 +32,7 @@ Status alloc_device(size_t bytes, void** out) {
               : Status::error("out of host memory for " + std::to_string(bytes) + " bytes");
 }
 Status copy_to_device(void* dst, const void* src, size_t bytes) {
-  std::memcpy(dst, src, bytes);
+  if (bytes != 0) std::memcpy(dst, src, bytes);  // an empty table's data() may be null
   return {};
 }
 void free_device(void* p) { std::free(p); }
