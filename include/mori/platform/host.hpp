@@ -146,8 +146,8 @@ MORI_ATOMIC_RMW_OPS(MORI_HOST_RMW)
 template <MemOrder O, MemScope S, typename T>
 inline T atomic_compare_swap(T* p, T expected, T desired) {
   constexpr MemOrder kFail = detail::kTsan && detail::load_order(O) == MemOrder::Relaxed
-                                ? MemOrder::Acquire
-                                : detail::load_order(O);
+                                 ? MemOrder::Acquire
+                                 : detail::load_order(O);
   detail::ref(p).compare_exchange_strong(expected, desired, detail::std_order(O),
                                          detail::std_order(kFail));
   return expected;
