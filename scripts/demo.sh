@@ -14,3 +14,7 @@ echo "== copy<Scope> bandwidth against memcpy =="
 "$build/bench/copy_bw"
 echo "== runtime: init/finalize and malloc/free, 2 PEs =="
 "${mpirun[@]}" -np 2 "$build/bench/runtime_bench" --reps 3 --pairs 1000
+echo "== put + quiet latency and put bandwidth, 2 PEs over P2P, then over the software NIC (mlx5) =="
+"${mpirun[@]}" -np 2 "$build/bench/put_latency" -b 8 -e 64K -f 8
+"${mpirun[@]}" -np 2 "$build/bench/put_bw" -b 4K -e 4M -f 4
+"${mpirun[@]}" -np 2 "$build/bench/put_bw" -b 8 -e 64K -f 8 --transport rdma
