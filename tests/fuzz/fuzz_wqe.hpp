@@ -53,25 +53,6 @@ struct Entry {
   uint8_t* bytes;
 };
 
-template <typename Provider>
-void post(void* wqe, const WorkRequest& wr) {
-  switch (wr.opcode) {
-    case Opcode::kWrite:
-      Provider::template post_read_write<false>(wqe, wr);
-      break;
-    case Opcode::kRead:
-      Provider::template post_read_write<true>(wqe, wr);
-      break;
-    case Opcode::kWriteInline:
-      Provider::post_inline_write(wqe, wr);
-      break;
-    case Opcode::kFetchAdd:
-    case Opcode::kCompareSwap:
-      Provider::post_atomic(wqe, wr);
-      break;
-  }
-}
-
 inline bool is_atomic(const WorkRequest& wr) {
   return wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
 }
@@ -124,7 +105,7 @@ template <typename Provider>
 bool write_then_decode(const WorkRequest& wr, uint8_t garbage, WorkRequest* out) {
   Entry<Provider> entry;
   std::memset(entry.bytes, garbage, Provider::kWqeBytes);
-  post<Provider>(entry.bytes, wr);
+  mori::provider::post_wqe<Provider>(entry.bytes, wr);
   if (!decode_checked<Provider>(entry.bytes, wr.index, out)) return false;
   // The entry is freed on return: compare inline data by content while it lives.
   if (out->opcode == Opcode::kWriteInline && wr.opcode == Opcode::kWriteInline) {

@@ -193,24 +193,6 @@ void wire_seeds() {
 // ---- WQEs and doorbells
 // --------------------------------------------------------------------------
 
-template <typename Provider>
-void post(void* wqe, const WorkRequest& wr) {
-  switch (wr.opcode) {
-    case Opcode::kWrite:
-      Provider::template post_read_write<false>(wqe, wr);
-      break;
-    case Opcode::kRead:
-      Provider::template post_read_write<true>(wqe, wr);
-      break;
-    case Opcode::kWriteInline:
-      Provider::post_inline_write(wqe, wr);
-      break;
-    default:
-      Provider::post_atomic(wqe, wr);
-      break;
-  }
-}
-
 // The requests the engine posts: each opcode, the sizes at the edges, both atomic widths.
 std::vector<WorkRequest> requests(bool atomic32, uint32_t max_inline) {
   static const uint8_t kInline[128] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
@@ -261,7 +243,7 @@ void wqe_seeds(const std::string& fuzzer) {
   for (const WorkRequest& wr : requests(Provider::kNativeAtomic32, Provider::kMaxInlineBytes)) {
     alignas(64) uint8_t wqe[Provider::kWqeBytes];
     std::memset(wqe, 0, sizeof(wqe));
-    post<Provider>(wqe, wr);
+    mori::provider::post_wqe<Provider>(wqe, wr);
     Bytes decode{0};
     put(decode, wr.index);
     put(decode, wqe, sizeof(wqe));

@@ -23,6 +23,8 @@
 
 #include <cstdint>
 
+#include "mori/platform/macros.hpp"
+
 namespace mori::provider {
 
 enum class Opcode : uint8_t {
@@ -61,5 +63,26 @@ struct CqPoll {
   uint64_t completed_through;  // WQEs [.., completed_through) are complete (a 64-bit index)
   const char* status_text;     // the syndrome's name, e.g. "remote access error"
 };
+
+// Writes `wr` into the SQ entry `wqe` with the provider's writer for its opcode: the one dispatch
+// from a request to a provider's bytes (the engine, the fuzzers and their seeds use it). A 4-byte
+// atomic on a provider without 32-bit atomics is the caller's to refuse (the provider traps).
+template <typename Provider>
+MORI_DEVICE void post_wqe(void* wqe, const WorkRequest& wr) {
+  switch (wr.opcode) {
+    case Opcode::kWrite:
+      Provider::template post_read_write<false>(wqe, wr);
+      return;
+    case Opcode::kRead:
+      Provider::template post_read_write<true>(wqe, wr);
+      return;
+    case Opcode::kWriteInline:
+      Provider::post_inline_write(wqe, wr);
+      return;
+    default:
+      Provider::post_atomic(wqe, wr);
+      return;
+  }
+}
 
 }  // namespace mori::provider

@@ -254,27 +254,15 @@ struct RdmaEngine {
   }
 
   MORI_DEVICE static void write(void* wqe, const WorkRequest& wr, RdmaEndpoint& ep, int pe) {
-    switch (wr.opcode) {
-      case Opcode::kWrite:
-        Provider::template post_read_write<false>(wqe, wr);
-        return;
-      case Opcode::kRead:
-        Provider::template post_read_write<true>(wqe, wr);
-        return;
-      case Opcode::kWriteInline:
-        Provider::post_inline_write(wqe, wr);
-        return;
-      default:
-        if (!Provider::kNativeAtomic32 && wr.width == 4) {
-          shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, wr.remote_addr, 4},
-                      [&](shmem::Message& m) {
-                        m << "RDMA " << Provider::kName
-                          << " has no 32-bit atomics (the transport emulates them), qp " << ep.qpn;
-                      });
-        }
-        Provider::post_atomic(wqe, wr);
-        return;
+    const bool atomic = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
+    if (atomic && !Provider::kNativeAtomic32 && wr.width == 4) {
+      shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, wr.remote_addr, 4},
+                  [&](shmem::Message& m) {
+                    m << "RDMA " << Provider::kName
+                      << " has no 32-bit atomics (the transport emulates them), qp " << ep.qpn;
+                  });
     }
+    provider::post_wqe<Provider>(wqe, wr);
   }
 
   // Announces WQEs [base, next) once every earlier batch is announced. `last_wqe` is WQE next - 1.
