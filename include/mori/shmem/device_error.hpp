@@ -25,11 +25,21 @@ enum class DeviceErrorCode : uint32_t {
 
 using Message = Text<sizeof(DeviceError::message)>;
 
+// An RDMA failure's queue state (DeviceError::qp, sq_posted, sq_completed, cq_consumed).
+struct QueueNote {
+  uint32_t qp = 0;
+  uint32_t posted = 0;
+  uint32_t completed = 0;
+  uint32_t consumed = 0;
+};
+
 struct FailureInfo {
   DeviceErrorCode code;
   int pe = -1;
   uint64_t address = 0;
   uint64_t observed = 0;
+  bool has_queue = false;
+  QueueNote queue{};
 };
 
 // Whether failures carry a text. Release GPU builds record only the structured fields (code, PE,
@@ -38,7 +48,9 @@ struct FailureInfo {
 inline constexpr bool kDescribeFailures = MORI_DEVICE_CHECKS || platform::kOnHost;
 
 namespace detail {
-// Writes the record unless an earlier failure already did (the first one wins).
+// Writes the record unless an earlier failure already did (the first one wins). One CAS and a few
+// stores: this is inlined at every failure site of a hot path. The record starts zeroed (init), so
+// an empty text (release GPU builds) needs no store.
 MORI_DEVICE MORI_COLD_INLINE void record_failure(const FailureInfo& info, const char* text,
                                                  int length) {
   DeviceError* record = gpu_states().error;
@@ -50,8 +62,16 @@ MORI_DEVICE MORI_COLD_INLINE void record_failure(const FailureInfo& info, const 
   record->pe = info.pe;
   record->address = info.address;
   record->observed = info.observed;
-  for (int i = 0; i < length; ++i) record->message[i] = text[i];
-  record->message[length] = '\0';
+  if (info.has_queue) {
+    record->qp = info.queue.qp;
+    record->sq_posted = info.queue.posted;
+    record->sq_completed = info.queue.completed;
+    record->cq_consumed = info.queue.consumed;
+  }
+  if (length > 0) {
+    for (int i = 0; i < length; ++i) record->message[i] = text[i];
+    record->message[length] = '\0';
+  }
   // The host reads the record after the kernel has died: publish it before trapping.
   platform::system_fence();
 }

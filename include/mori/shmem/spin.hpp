@@ -12,13 +12,18 @@ namespace mori::shmem::detail {
 
 template <typename Done, typename OnTimeout>
 MORI_DEVICE void spin_until(Done&& done, OnTimeout&& on_timeout) {
-  if (done()) return;
+  // One call site of done(): every copy of it is inlined code (an RDMA wait polls the CQ in it),
+  // so the loop is written to have a single copy rather than a test before the loop and one in it.
   const uint64_t timeout = gpu_states().timeout_ns;
-  const uint64_t start = timeout ? platform::clock_ns() : 0;
+  uint64_t deadline = ~uint64_t{0};
   for (;;) {
-    platform::relax();
     if (done()) return;
-    if (timeout && platform::clock_ns() - start > timeout) on_timeout();
+    if (timeout) {
+      const uint64_t now = platform::clock_ns();
+      if (deadline == ~uint64_t{0}) deadline = now + timeout;
+      if (now > deadline) on_timeout();
+    }
+    platform::relax();
   }
 }
 

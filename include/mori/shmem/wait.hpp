@@ -49,24 +49,14 @@ MORI_DEVICE const char* cmp_text(Cmp cmp) {
   constexpr const char* kText[] = {"==", "!=", ">", "<=", "<", ">="};
   return is_cmp(cmp) ? kText[cmp] : "?";
 }
+// Branch-free: the comparison picks a 3-bit set of the outcomes it accepts (bit 0: less, bit 1:
+// equal, bit 2: greater), so a wait's loop carries no switch and its exec-mask bookkeeping.
 template <typename T>
 MORI_DEVICE bool satisfies(Cmp cmp, T seen, T value) {
-  switch (cmp) {
-    case CMP_EQ:
-      return seen == value;
-    case CMP_NE:
-      return seen != value;
-    case CMP_GT:
-      return seen > value;
-    case CMP_LE:
-      return seen <= value;
-    case CMP_LT:
-      return seen < value;
-    case CMP_GE:
-      return seen >= value;
-    default:
-      return false;
-  }
+  constexpr uint32_t kAccepts = 0b010u << 3 * CMP_EQ | 0b101u << 3 * CMP_NE | 0b100u << 3 * CMP_GT |
+                                0b011u << 3 * CMP_LE | 0b001u << 3 * CMP_LT | 0b110u << 3 * CMP_GE;
+  const uint32_t outcome = seen < value ? 0u : seen == value ? 1u : 2u;
+  return is_cmp(cmp) && ((kAccepts >> (3u * static_cast<uint32_t>(cmp) + outcome)) & 1u) != 0;
 }
 // Integers print as numbers, whatever their width (a char-sized T would otherwise print a glyph).
 template <typename T>

@@ -22,11 +22,9 @@
 //   prepare_submit(ep, base, next)    by the in-order submitter, before the doorbell (BNXT: the
 //                                     PSNs of the MSN table, in posting order)
 //
-// The failure record: on an error completion or a timeout the engine fills DeviceError's qp,
-// sq_posted (ep.submitted), sq_completed and cq_consumed (low 32 bits) before fail() records the
-// code, the PE and the message. fail() keeps the first failure only; the queue fields are written
-// only while no failure is recorded, so a failure racing with another one may carry its queue
-// fields (benign: both are about to trap).
+// The failure record: on an error completion or a timeout the engine passes DeviceError's qp,
+// sq_posted (ep.submitted), sq_completed and cq_consumed (low 32 bits) to fail() with the code and
+// the PE; fail() records the first failure only, all of its fields with one CAS.
 #pragma once
 
 #include <cstdint>
@@ -163,13 +161,13 @@ struct RdmaEngine {
       // Every provider's error CQE names the failed WQE: completed_through is one past it, and
       // the WQEs before it completed.
       const uint64_t failed = p.completed_through - 1;
-      note_queue(ep, failed);
-      shmem::fail({shmem::DeviceErrorCode::kCompletionError, pe, 0, p.status},
-                  [&](shmem::Message& m) {
-                    m << "RDMA " << Provider::kName << " error completion: " << p.status_text
-                      << " (status " << hex(p.status) << ") on WQE " << failed << ", ";
-                    describe_queue(m, ep, pe, failed);
-                  });
+      shmem::fail(
+          {shmem::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(ep, failed)},
+          [&](shmem::Message& m) {
+            m << "RDMA " << Provider::kName << " error completion: " << p.status_text << " (status "
+              << hex(p.status) << ") on WQE " << failed << ", ";
+            describe_queue(m, ep, pe, failed);
+          });
     }
     // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote
     // before the CQE (poll_cq read the CQE with acquire): read data, old values of atomics.
@@ -231,7 +229,9 @@ struct RdmaEngine {
   // meanwhile so that the queue wraps any number of times.
   MORI_DEVICE static void wait_for_room(RdmaEndpoint& ep, uint64_t next, uint32_t count, int pe) {
     const uint64_t limit = ep.sq_wqes - 1;
-    if (count > limit) {
+    // Checked builds and the host backend only: on the GPU the runtime refuses SQs below 256
+    // entries, and a wavefront's batch is at most 128 WQEs.
+    if (shmem::kDescribeFailures && count > limit) {
       shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, 0, count}, [&](shmem::Message& m) {
         m << "RDMA: a batch of " << count << " WQEs cannot fit in an SQ of " << ep.sq_wqes
           << " (at most " << limit << " outstanding)";
@@ -289,19 +289,13 @@ struct RdmaEngine {
     platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.submitted, next);
   }
 
-  // Writes the queue's indices into the device-error record while none is recorded yet.
-  // `completed`: the WQEs known complete (ep.completed unless an error CQE says more).
-  MORI_DEVICE MORI_COLD_INLINE static void note_queue(const RdmaEndpoint& ep,
-                                                      uint64_t completed = kFromEndpoint) {
-    using platform::MemOrder, platform::MemScope;
-    shmem::DeviceError* record = shmem::gpu_states().error;
-    if (!record || platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&record->code) != 0)
-      return;
-    record->qp = ep.qpn;
-    record->sq_posted = static_cast<uint32_t>(load(&ep.submitted));
-    record->sq_completed =
-        static_cast<uint32_t>(completed == kFromEndpoint ? load(&ep.completed) : completed);
-    record->cq_consumed = static_cast<uint32_t>(load(&ep.cq_consumed));
+  // The queue's indices for the device-error record (low 32 bits). `completed`: the WQEs known
+  // complete (ep.completed unless an error CQE says more).
+  MORI_DEVICE MORI_COLD_INLINE static shmem::QueueNote note(const RdmaEndpoint& ep,
+                                                            uint64_t completed = kFromEndpoint) {
+    return {ep.qpn, static_cast<uint32_t>(load(&ep.submitted)),
+            static_cast<uint32_t>(completed == kFromEndpoint ? load(&ep.completed) : completed),
+            static_cast<uint32_t>(load(&ep.cq_consumed))};
   }
 
   // "qp 7 posted 12, completed 10, cq consumed 3 (PE 1)"
@@ -315,8 +309,7 @@ struct RdmaEngine {
 
   [[noreturn]] MORI_DEVICE MORI_COLD_INLINE static void time_out(const RdmaEndpoint& ep, int pe,
                                                                  const char* call) {
-    note_queue(ep);
-    shmem::fail({shmem::DeviceErrorCode::kTimeout, pe, 0, load(&ep.completed)},
+    shmem::fail({shmem::DeviceErrorCode::kTimeout, pe, 0, load(&ep.completed), true, note(ep)},
                 [&](shmem::Message& m) {
                   shmem::detail::timeout_prefix(m, call);
                   describe_queue(m, ep, pe);

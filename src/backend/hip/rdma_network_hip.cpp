@@ -4,6 +4,7 @@
 #include <hip/hip_runtime_api.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <string>
 
 #include "rdma/verbs_runtime.hpp"
@@ -12,6 +13,8 @@
 namespace mori::runtime {
 
 namespace {
+
+constexpr uint32_t kMinGpuSqWqes = 256;
 
 // Page-aligned [begin, end) around [p, p + bytes).
 void page_span(void* p, size_t bytes, uintptr_t* begin, size_t* length) {
@@ -56,6 +59,13 @@ void unmap_from_device(void* host, bool /*mmio*/) {
 Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
                          std::unique_ptr<RdmaNetwork>* out, bool* no_devices) {
   *no_devices = false;
+  // A wavefront posts as one batch, up to 64 lanes x 2 WQEs (put-with-signal), and release device
+  // code does not re-check that a batch fits (transport/rdma_engine.hpp, wait_for_room).
+  if (rt.settings.rdma_sq_wqes < kMinGpuSqWqes) {
+    return Status::error("MORI_RDMA_SQ_WQES=" + std::to_string(rt.settings.rdma_sq_wqes) +
+                         " is too small for GPU queues: at least " + std::to_string(kMinGpuSqWqes) +
+                         " (a wavefront posts up to 128 WQEs at once)");
+  }
   return rdma::open_verbs_rdma(rt, needs_rdma, map_to_device, unmap_from_device, out, no_devices);
 }
 
