@@ -11,3 +11,5 @@ MORI_BITCODE_DEFINES="-DMORI_RDMA_MLX5=1 -DMORI_RDMA_BNXT=0 -DMORI_RDMA_IONIC=0"
   bash "$root/tools/build_shmem_bitcode.sh" "$work" gfx942 >/dev/null
 bash "$root/bench/isa_budget.sh" "$work/lib/libmori_shmem_device_gfx942.bc" gfx942 \
   "$root/bench/isa_budget.txt" --check
+# The same entry points inlined into a kernel, as front ends use them: no scratch, no calls.
+bash "$root/bench/isa_kernel.sh" "$work/lib/libmori_shmem_device_gfx942.bc" gfx942
