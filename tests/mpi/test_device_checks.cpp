@@ -5,7 +5,8 @@
 // unreachable PE, and the PEs of other nodes when there are no RDMA devices.
 //
 // Only the local launch fails, so no rank waits for another; all_ranks() after each case keeps the
-// ranks in step. The first failure wins the record, so each case clears its code afterwards.
+// ranks in step. The first failure wins the record; each case reads it back with
+// shmem::device_error(), which clears it.
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
@@ -49,10 +50,15 @@ void expect_failure(const Expected& e, F&& kernel) {
   CHECK(record->pe == e.pe);
   CHECK(record->address == e.address);
   CHECK(std::string(record->message) == e.message);
-  const bool ok = text == want && record->code == static_cast<uint32_t>(e.code) &&
-                  record->pe == e.pe && record->address == e.address &&
-                  e.message == record->message;
-  record->code = 0;
+  bool ok = text == want && record->code == static_cast<uint32_t>(e.code) && record->pe == e.pe &&
+            record->address == e.address && e.message == record->message;
+  // The host API's reading of the record: its kind, then the message; reading clears it.
+  const std::string read = shmem::device_error();
+  CHECK(read.size() > e.message.size());
+  CHECK(read.substr(read.size() - e.message.size()) == e.message);
+  CHECK(record->code == 0u);
+  CHECK(std::string(shmem::device_error()).empty());
+  ok = ok && read.size() > e.message.size() && record->code == 0u;
   REQUIRE(all_ranks(ok));
 }
 
