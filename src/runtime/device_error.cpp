@@ -13,28 +13,21 @@ namespace mori::runtime {
 
 namespace {
 
+// Indexed by DeviceErrorCode (mori/shmem/device_error.hpp).
+constexpr const char* kKinds[] = {"no error",
+                                  "PE out of range",
+                                  "address outside symmetric memory",
+                                  "size overflows",
+                                  "PE or memory not reachable",
+                                  "timeout",
+                                  "transport not built",
+                                  "bad argument",
+                                  "RDMA error completion"};
+static_assert(sizeof kKinds / sizeof kKinds[0] ==
+              static_cast<size_t>(shmem::DeviceErrorCode::kCompletionError) + 1);
+
 const char* kind(uint32_t code) {
-  using shmem::DeviceErrorCode;
-  switch (static_cast<DeviceErrorCode>(code)) {
-    case DeviceErrorCode::kBadPe:
-      return "PE out of range";
-    case DeviceErrorCode::kBadAddress:
-      return "address outside symmetric memory";
-    case DeviceErrorCode::kBadSize:
-      return "size overflows";
-    case DeviceErrorCode::kNotReachable:
-      return "PE or memory not reachable";
-    case DeviceErrorCode::kTimeout:
-      return "timeout";
-    case DeviceErrorCode::kNotBuilt:
-      return "transport not built";
-    case DeviceErrorCode::kBadArgument:
-      return "bad argument";
-    case DeviceErrorCode::kCompletionError:
-      return "RDMA error completion";
-    default:
-      return "unknown device error";
-  }
+  return code < sizeof kKinds / sizeof kKinds[0] ? kKinds[code] : "unknown device error";
 }
 
 }  // namespace
