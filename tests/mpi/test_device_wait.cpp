@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "wait_helpers.hpp"
@@ -36,13 +37,20 @@ constexpr bool kIsAmo = shmem::detail::kIsAmoType<T>;  // MORI_FOR_EACH_AMO_TYPE
 
 // ---- test and wait_until on one ivar
 // ------------------------------------------------------------------------------------------------
+// base + d, wrapping at the type's ends (in signed arithmetic INT_MIN - 1 would be undefined).
+template <typename T>
+T wrap_add(T base, int d) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(base) + static_cast<U>(d)));
+}
+
 template <typename T>
 void run_compare_edges() {
   using L = std::numeric_limits<T>;
   GuardedSlots<T> ivar(1, 1);
   for (T base : {T{5}, L::min(), L::max(), static_cast<T>(L::max() / 2 + 1)}) {
     *ivar.slot(0) = base;
-    for (T value : {static_cast<T>(base - 1), base, static_cast<T>(base + 1)}) {
+    for (T value : {wrap_add(base, -1), base, wrap_add(base, 1)}) {
       int got[6] = {};
       T waited = 0;
       launch({1}, {1}, [&] {
