@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include "mori/shmem/device_error.hpp"
 #include "mori/shmem/host_api.hpp"
 #include "runtime/error.hpp"
 #include "runtime/runtime.hpp"

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <string>
 
-#include "mori/shmem/device_error.hpp"
 #include "runtime/device_error.hpp"
 
 using mori::runtime::describe_device_error;

@@ -11,18 +11,6 @@
 
 namespace mori::shmem {
 
-enum class DeviceErrorCode : uint32_t {
-  kNone = 0,
-  kBadPe = 1,            // PE out of range
-  kBadAddress = 2,       // an address outside the heap and every registered buffer
-  kBadSize = 3,          // a size whose byte count or end address overflows
-  kNotReachable = 4,     // the transport cannot reach that PE or that memory
-  kTimeout = 5,          // a wait passed MORI_SHMEM_TIMEOUT_MS
-  kNotBuilt = 6,         // a transport that is not built yet
-  kBadArgument = 7,      // any other invalid argument (an unknown atomic code, ...)
-  kCompletionError = 8,  // an RDMA error completion
-};
-
 using Message = Text<sizeof(DeviceError::message)>;
 
 // An RDMA failure's queue state (DeviceError::qp, sq_posted, sq_completed, cq_consumed).

@@ -60,6 +60,19 @@ struct RegisteredRegion {
 };
 static_assert(sizeof(RegisteredRegion) == 48, "RegisteredRegion is part of the device-state ABI");
 
+// What a device-error record's `code` means.
+enum class DeviceErrorCode : uint32_t {
+  kNone = 0,
+  kBadPe = 1,            // PE out of range
+  kBadAddress = 2,       // an address outside the heap and every registered buffer
+  kBadSize = 3,          // a size whose byte count or end address overflows
+  kNotReachable = 4,     // the transport cannot reach that PE or that memory
+  kTimeout = 5,          // a wait passed MORI_SHMEM_TIMEOUT_MS
+  kNotBuilt = 6,         // a transport that is not built yet
+  kBadArgument = 7,      // any other invalid argument (an unknown atomic code, ...)
+  kCompletionError = 8,  // an RDMA error completion
+};
+
 // The device-error record: the first failure a device call detects (a bad argument, a timed-out
 // wait, an error completion) is written here before the kernel traps, so that the host can print
 // what happened.
