@@ -196,8 +196,9 @@ MORI_DEVICE void store16_global(void* p, Vec16 v) { *(detail::GlobalVec16*)p = v
 
 // ---- progress, time and failure
 // -------------------------------------------------------------------------------- Every spin loop
-// calls relax(): it yields issue slots to the other waves of the compute unit.
-MORI_DEVICE void relax() { __builtin_amdgcn_s_sleep(1); }
+// calls relax(): it yields issue slots to the other waves of the compute unit. `spin` (the wait's
+// iteration, for the host's back-off) is not needed here.
+MORI_DEVICE void relax(uint32_t /*spin*/ = 0) { __builtin_amdgcn_s_sleep(1); }
 // s_memrealtime counts a constant 100 MHz clock on gfx9 (CDNA ISA guides, "S_MEMREALTIME").
 MORI_DEVICE uint64_t clock_ns() { return __builtin_amdgcn_s_memrealtime() * 10; }
 // The GPU has no stderr without the device libraries' hostcall; callers record the reason in the

@@ -169,18 +169,27 @@ inline void store16_global(void* p, Vec16 v) { *static_cast<Vec16*>(p) = v; }
 
 // ---- progress and time
 // -----------------------------------------------------------------------------------------
-// Spinning lanes share two cores with the lanes they wait for: pause, and yield the core now and
-// then. A lane of a failed launch unwinds here instead of spinning forever.
-inline void relax() {
-  thread_local unsigned spins = 0;
+// Spinning lanes share two cores with the lanes they wait for. relax(spin) backs off by the wait's
+// own iteration count: the first kBusySpins iterations re-test at once (a flag a PE on the other
+// core is about to write arrives within them; a `pause`, about 140 cycles on recent x86, would
+// delay seeing it), then each iteration pauses and every 16th yields the core. A lane of a failed
+// launch unwinds at a yield instead of spinning forever. relax() without a count keeps one per
+// thread.
+inline constexpr uint32_t kBusySpins = 64;
+inline void relax(uint32_t spin) {
+  if (spin < kBusySpins) return;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-  if ((++spins & 15) == 0) {
+  if ((spin & 15) == 15) {
     std::this_thread::yield();
     const host::LaunchContext* c = host::tls_context;
     if (c && c->launch->failed.load(std::memory_order_relaxed)) throw host::LaunchAborted{};
   }
+}
+inline void relax() {
+  thread_local uint32_t spins = kBusySpins;
+  relax(spins++ | kBusySpins);  // never below kBusySpins: a caller without a count always pauses
 }
 inline uint64_t clock_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -16,14 +16,14 @@ MORI_DEVICE void spin_until(Done&& done, OnTimeout&& on_timeout) {
   // so the loop is written to have a single copy rather than a test before the loop and one in it.
   const uint64_t timeout = gpu_states().timeout_ns;
   uint64_t deadline = ~uint64_t{0};
-  for (;;) {
+  for (uint32_t spin = 0;; ++spin) {
     if (done()) return;
     if (timeout) {
       const uint64_t now = platform::clock_ns();
       if (deadline == ~uint64_t{0}) deadline = now + timeout;
       if (now > deadline) on_timeout();
     }
-    platform::relax();
+    platform::relax(spin);
   }
 }
 
