@@ -2,9 +2,9 @@
 # A sanitizer lane: builds the host backend under AddressSanitizer + UndefinedBehaviorSanitizer (asan) or
 # ThreadSanitizer (tsan) from CMakePresets.json, then runs tests under it.
 #
-#   scripts/sanitize.sh asan|tsan              the CI set: the unit label (under tsan without the engine's
-#                                              single-process cases, 9 minutes there) and the RDMA tests over the
-#                                              mlx5 software NIC (stress, faults, atomics, signals, fence), 2 PEs
+#   scripts/sanitize.sh asan|tsan              the CI set: the unit label, the RDMA tests over the mlx5 software
+#                                              NIC (stress, faults, atomics, signals, fence, waits, device
+#                                              checks) and the stress and fault tests over bnxt and ionic, 2 PEs
 #   scripts/sanitize.sh asan|tsan --all        every unit, mpi, rdma and reliability test
 #
 # Suppressions (tests/sanitizers/*.supp) cover third-party libraries only, each with the reason.
@@ -24,17 +24,13 @@ export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
 
-rdma='^mpi\.rdma_mlx5\.(rdma_stress|rdma_faults|device_atomics|device_signal|device_sync)\.np2$'
+rdma='^mpi\.rdma_(mlx5\.(device_atomics|device_signal|device_sync|device_wait|device_checks)|(mlx5|bnxt|ionic)\.(rdma_stress|rdma_faults))\.np2$'
 if [ "$scope" = --all ]; then
   ninja -C "$build"
   ctest --test-dir "$build" -j "$(nproc)" --output-on-failure -L 'unit|mpi|rdma|reliability'
 else
   ninja -C "$build" mori_unit_tests mori_mpi_rdma_stress mori_mpi_rdma_faults mori_mpi_device_atomics \
-    mori_mpi_device_signal mori_mpi_device_sync
-  # Under tsan the engine's single-process cases (unit.engine …) take about 9 minutes; the engine runs
-  # under tsan anyway in the software NIC cases (unit.softnic …) and the RDMA tests below.
-  skip='^$'
-  [ "$lane" = tsan ] && skip='^unit\.engine'
-  ctest --test-dir "$build" -j "$(nproc)" --output-on-failure -L unit -E "$skip"
+    mori_mpi_device_signal mori_mpi_device_sync mori_mpi_device_wait mori_mpi_device_checks
+  ctest --test-dir "$build" -j "$(nproc)" --output-on-failure -L unit
   ctest --test-dir "$build" --output-on-failure -R "$rdma"
 fi

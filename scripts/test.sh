@@ -12,8 +12,8 @@ if [ "${MORI_SANITIZERS:-1}" != 0 ] && [ $# -eq 0 ]; then
   "$root/scripts/sanitize.sh" asan
   "$root/scripts/sanitize.sh" tsan
 fi
-if [ "${MORI_FUZZ_SECONDS:-20}" != 0 ] && [ $# -eq 0 ] && [ -x "$root/scripts/fuzz.sh" ]; then
-  "$root/scripts/fuzz.sh" "${MORI_FUZZ_SECONDS:-20}"
+if [ "${MORI_FUZZ_SECONDS:-60}" != 0 ] && [ $# -eq 0 ] && [ -x "$root/scripts/fuzz.sh" ]; then
+  "$root/scripts/fuzz.sh" "${MORI_FUZZ_SECONDS:-60}"
 fi
 cd "$build"
 ctest -j "$(nproc)" --output-on-failure --timeout 600 "$@"
