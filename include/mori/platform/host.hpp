@@ -170,12 +170,12 @@ inline void store16_global(void* p, Vec16 v) { *static_cast<Vec16*>(p) = v; }
 // ---- progress and time
 // -----------------------------------------------------------------------------------------
 // Spinning lanes share two cores with the lanes they wait for. relax(spin) backs off by the wait's
-// own iteration count: the first kBusySpins iterations re-test at once (a flag a PE on the other
-// core is about to write arrives within them; a `pause`, about 140 cycles on recent x86, would
-// delay seeing it), then each iteration pauses and every 16th yields the core. A lane of a failed
-// launch unwinds at a yield instead of spinning forever. relax() without a count keeps one per
-// thread.
-inline constexpr uint32_t kBusySpins = 64;
+// own iteration count: the first kBusySpins iterations re-test at once (a flag that a PE on the
+// other core is about to write arrives within them: a ping-pong's wait lasts about 90; a `pause`,
+// about 140 cycles on recent x86, would delay seeing it), then each iteration pauses and every 16th
+// yields the core. A lane of a failed launch unwinds at a yield instead of spinning forever.
+// relax() without a count keeps one per thread and always pauses (bench/compare/notes.md).
+inline constexpr uint32_t kBusySpins = 512;
 inline void relax(uint32_t spin) {
   if (spin < kBusySpins) return;
 #if defined(__x86_64__) || defined(__i386__)
