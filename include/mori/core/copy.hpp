@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "mori/core/scope.hpp"
 #include "mori/platform.hpp"
@@ -21,15 +22,22 @@ namespace detail {
 // Calls f(i) for this participant's share of [0, n). On the GPU a participant takes every size-th
 // index, so that neighbouring lanes touch neighbouring addresses; on the host it takes one
 // contiguous span (platform.hpp).
+// The host's contiguous share [*begin, *end) of [0, n) for this participant.
+template <Scope S>
+MORI_DEVICE void share_span(size_t n, size_t* begin, size_t* end) {
+  const size_t rank = S::rank(), size = S::size();
+  const size_t chunk = (n + size - 1) / size;
+  *begin = rank * chunk < n ? rank * chunk : n;
+  *end = n - *begin < chunk ? n : *begin + chunk;
+}
+
 template <Scope S, typename F>
 MORI_DEVICE void for_each_share(size_t n, F&& f) {
-  const size_t rank = S::rank(), size = S::size();
   if constexpr (platform::kLanesInterleave) {
-    for (size_t i = rank; i < n; i += size) f(i);
+    for (size_t i = S::rank(); i < n; i += S::size()) f(i);
   } else {
-    const size_t chunk = (n + size - 1) / size;
-    const size_t begin = rank * chunk < n ? rank * chunk : n;
-    const size_t end = n - begin < chunk ? n : begin + chunk;
+    size_t begin = 0, end = 0;
+    share_span<S>(n, &begin, &end);
     for (size_t i = begin; i < end; ++i) f(i);
   }
 }
@@ -69,7 +77,11 @@ MORI_DEVICE void copy_vectors(char* dst, const char* src, size_t count) {
     }
     for (; i < count; i += size) store(i, load(i));
   } else {
-    for_each_share<S>(count, [&](size_t i) { store(i, load(i)); });
+    // On the host a share is one span, and the CPU's own copy (glibc picks the widest vectors or
+    // `rep movsb`) is the fastest way to move it.
+    size_t begin = 0, end = 0;
+    share_span<S>(count, &begin, &end);
+    if (end > begin) std::memcpy(dst + 16 * begin, src + 16 * begin, 16 * (end - begin));
   }
 }
 
