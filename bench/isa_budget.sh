@@ -27,14 +27,7 @@ done
 "llc$sfx" -mtriple=amdgcn-amd-amdhsa -mcpu="$arch" -O2 "$tmp/part.bc" -o "$tmp/part.s"
 
 # One line per function of the assembly: name instructions sgprs vgprs scratch calls.
-awk '
-  /^[A-Za-z_][A-Za-z0-9_.$]*:/ && !/^\.L/ { name = substr($1, 1, length($1) - 1); n = 0; calls = 0; inside = 1; next }
-  inside && /^\.Lfunc_end/ { inside = 0; count[name] = n; ncalls[name] = calls; next }
-  inside && /^[[:space:]]+[a-z_][a-z0-9_]*([[:space:]]|$)/ && !/^[[:space:]]+\./ { ++n; if ($1 == "s_swappc_b64") ++calls; next }
-  /^; NumSgprs:/ { sgprs[name] = $3 }
-  /^; NumVgprs:/ { vgprs[name] = $3 }
-  /^; ScratchSize:/ { print name, count[name], sgprs[name], vgprs[name], $3, ncalls[name] }
-' "$tmp/part.s" >"$tmp/table"
+awk -f "$(dirname "$0")/isa_table.awk" "$tmp/part.s" >"$tmp/table"
 
 printf '%-48s %7s %6s %6s %8s %6s  %s\n' function instr sgprs vgprs scratch calls budget
 fail=0

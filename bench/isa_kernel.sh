@@ -50,13 +50,8 @@ EOF
   -o "$tmp/opt.bc"
 "llc$sfx" -mtriple=amdgcn-amd-amdhsa -mcpu="$arch" -O2 "$tmp/opt.bc" -o "$tmp/kernel.s"
 
-instructions=$(awk '/^hot_paths:/ { inside = 1; next } inside && /^\.Lfunc_end/ { exit }
-  inside && /^[[:space:]]+[a-z_][a-z0-9_]*([[:space:]]|$)/ && !/^[[:space:]]+\./ { ++n } END { print n + 0 }' \
-  "$tmp/kernel.s")
-scratch=$(awk '/^; ScratchSize:/ { print $3; exit }' "$tmp/kernel.s")
-calls=$(grep -c 's_swappc_b64' "$tmp/kernel.s" || true)
-sgprs=$(awk '/^; NumSgprs:/ { print $3; exit }' "$tmp/kernel.s")
-vgprs=$(awk '/^; NumVgprs:/ { print $3; exit }' "$tmp/kernel.s")
+read -r _ instructions sgprs vgprs scratch calls < <(awk -f "$(dirname "$0")/isa_table.awk" \
+  "$tmp/kernel.s" | awk '$1 == "hot_paths"')
 echo "isa_kernel: hot_paths ($arch): $instructions instructions, $sgprs SGPRs, $vgprs VGPRs," \
   "scratch $scratch bytes, $calls calls"
 if [ "$scratch" != 0 ] || [ "$calls" != 0 ]; then
