@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   # build
   cmake ninja-build g++ make pkg-config
-  # device compiler, bitcode, code objects, MLIR path (NOTES-toolchain.md: hipcc is clang-15 and cannot do gfx942)
+  # device compiler, bitcode, code objects, MLIR path (Debian's hipcc is clang-15, no gfx942: docs/design.md)
   clang-19 lld-19 llvm-19 clang-tools-19 clang-format-19 mlir-19-tools libclang-rt-19-dev
   # HIP host runtime and rocPRIM (hip backend compile checks)
   libamdhip64-dev rocm-device-libs librocprim-dev

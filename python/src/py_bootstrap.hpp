@@ -9,7 +9,7 @@
 namespace mori::python {
 
 // `channel` provides, collectively over `size` ranks of which this one is `rank`:
-//   allgather(data: bytes) -> bytes      every rank's data, in rank order
+//   allgather(data: bytes) -> bytes        every rank's data, in rank order
 //   broadcast(data: bytes, root) -> bytes  root's data
 //   barrier() -> None
 // alltoall is an allgather of the whole send buffers: only setup traffic goes this way.

@@ -1,5 +1,5 @@
-"""The user guide's Python (../shared/seeds/001_*), nearly verbatim, as functions that every PE
-of a spawn or mpirun test runs. Lines that differ from the guide say why (docs/python.md)."""
+"""The user guide's Python (the guide is named in docs/python.md), nearly verbatim, as functions that
+every PE of a spawn or mpirun test runs. Lines that differ from the guide say why (docs/python.md)."""
 
 import datetime
 

@@ -226,8 +226,8 @@ class TcpBootstrap final : public Bootstrap {
   std::vector<Fd> peers_;  // rank 0: the connection to each rank (index 0 unused)
   Fd root_;                // other ranks: the connection to rank 0
   uint32_t seq_ = 0;
-  Status
-      broken_;  // after a failure the streams are out of step; every later call repeats the failure
+  // After a failure the streams are out of step; every later call repeats the failure.
+  Status broken_;
 };
 
 constexpr int kMaxRanks = 1 << 20;

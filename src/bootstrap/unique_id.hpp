@@ -6,8 +6,9 @@
 //   ------  -----  --------------------------------------------------------------------------------
 //        0      4  magic, kUniqueIdMagic ("MORI" in ASCII, read as a little-endian u32)
 //        4      2  wire version, kWireVersion: the layout of this ID and of the TCP bootstrap's
-//        messages 6      2  address family: 4 (IPv4) or 6 (IPv6) 8      2  TCP port of rank 0's
-//        listener
+//                  messages
+//        6      2  address family: 4 (IPv4) or 6 (IPv6)
+//        8      2  TCP port of rank 0's listener
 //       10      6  reserved, zero
 //       16     16  address of rank 0's listener: IPv4 in bytes 16..19 (network order), or IPv6
 //       32      8  nonce: random, names one job so that a stale ID cannot join a newer listener

@@ -17,7 +17,7 @@
 //        2      2  reserved
 //        4      4  sequence number: the n-th collective since joining, from 1 (join is 0)
 //        8      8  block: the `bytes` argument of the collective, so that ranks can check they
-//        agree
+//                  agree
 //       16      4  root of a broadcast, else 0
 //       20      4  reserved
 //       24      8  length of the payload that follows

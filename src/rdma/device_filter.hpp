@@ -39,10 +39,10 @@ struct SelectedDevice {
 Status parse_device_filter(std::string_view text, DeviceFilter* out);
 
 // The devices of `available` (names in ibv_get_device_list order) that `filter` keeps, in the
-// order of `available`. Errors: an include list naming a device that does not exist ("MORI_RDMA_-
-// DEVICES names mlx5_9, which does not exist (devices: mlx5_0, mlx5_1)", or "(no RDMA devices)"),
-// and a filter that keeps no device of a non-empty `available`. Naming an absent device in an
-// exclude list is not an error. *out is written only on success.
+// order of `available`. Errors: an include list naming a device that does not exist
+// ("MORI_RDMA_DEVICES names mlx5_9, which does not exist (devices: mlx5_0, mlx5_1)", or
+// "(no RDMA devices)"), and a filter that keeps no device of a non-empty `available`. Naming an
+// absent device in an exclude list is not an error. *out is written only on success.
 Status select_devices(const std::vector<std::string>& available, const DeviceFilter& filter,
                       std::vector<SelectedDevice>* out);
 

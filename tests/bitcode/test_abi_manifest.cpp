@@ -1,6 +1,7 @@
 // The ABI manifest against the spec, and each built bitcode against the manifest:
-//   - every function of mori-device-abi.md (spec_functions.txt) is in the manifest with exactly
-//     that return type, parameter types and parameter names;
+//   - every function of the device ABI spec (docs/bitcode.md; its function list is checked in as
+//     spec_functions.txt) is in the manifest with exactly that return type, parameter types and
+//     parameter names;
 //   - the typed families cover every type of the X-macro lists, in every scope they take;
 //   - every bitcode (each GPU arch and the host flavour) defines every manifest function with the
 //     manifest's LLVM types and extension attributes, so a front end that declares a function from

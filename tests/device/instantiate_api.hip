@@ -27,7 +27,7 @@ MORI_DEVICE void for_each_scope(F&& f) {
 
 }  // namespace
 
-// ---- rma: put/get, nbi and blocking, bytes, typed elements and symmetric objects --------------
+// ---- rma: put/get, nbi and blocking, bytes, typed elements and symmetric objects ----------------
 namespace {
 MORI_DEVICE void untyped_rma(void* dst, const void* src, size_t bytes, int pe, int qp) {
   for_each_scope([&]<typename S>() {
@@ -89,7 +89,7 @@ MORI_KERNEL void instantiate_sync(int pe, int qp) {
   shmem::fence(pe, qp);
 }
 
-// ---- query: the pointer queries and the PE queries
+// ---- query: the pointer queries and the PE queries ----------------------------------------------
 MORI_KERNEL void instantiate_query(const void* at, int pe, uint64_t* out) {
   out[0] = shmem::ptr_p2p(reinterpret_cast<uint64_t>(at), shmem::my_pe(), pe);
   out[1] = reinterpret_cast<uint64_t>(shmem::ptr(at, pe));
@@ -176,7 +176,7 @@ MORI_KERNEL void instantiate_wait(void* at, size_t n, const int* status, size_t*
 }
 #undef MORI_INSTANTIATE_
 
-// ---- barrier: barrier_all in every scope
+// ---- barrier: barrier_all in every scope --------------------------------------------------------
 MORI_KERNEL void instantiate_barrier() {
   for_each_scope([]<typename S>() { shmem::barrier_all<S>(); });
 }

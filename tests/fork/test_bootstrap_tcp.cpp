@@ -123,8 +123,8 @@ TEST_CASE(
 
 TEST_CASE("tcp bootstrap: no rank leaves a barrier before every rank has entered it") {
   const int n = 4, rounds = 20;
-  // A counter all children share: each adds 1 before barrier k and must then see at least (k + 1) *
-  // n.
+  // A counter all children share: each adds 1 before barrier k and must then see at least
+  // (k + 1) * n.
   void* shared = mmap(nullptr, 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(shared != MAP_FAILED);
   auto* arrived = new (shared) int(0);

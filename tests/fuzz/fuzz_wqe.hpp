@@ -1,6 +1,7 @@
 // The WQE-decoder fuzzer, written once over the provider (fuzz_wqe_mlx5.cpp, fuzz_wqe_bnxt.cpp,
-// fuzz_wqe_ionic.cpp instantiate it). The software NIC's Codec::decode (src/backend/host/softnic/
-// codec.hpp) parses WQE bytes the GPU wrote, which it must treat as untrusted.
+// fuzz_wqe_ionic.cpp instantiate it). The software NIC's Codec::decode
+// (src/backend/host/softnic/codec.hpp) parses WQE bytes the GPU wrote, which it must treat as
+// untrusted.
 //
 // Input: byte 0 is the mode, the SQ index (8 bytes), then:
 //   mode 0 (decode): the entry's bytes (Provider::kWqeBytes, zero-filled when short), decoded from

@@ -19,9 +19,6 @@
 namespace mori {
 namespace detail {
 
-// Calls f(i) for this participant's share of [0, n). On the GPU a participant takes every size-th
-// index, so that neighbouring lanes touch neighbouring addresses; on the host it takes one
-// contiguous span (platform.hpp).
 // The host's contiguous share [*begin, *end) of [0, n) for this participant.
 template <Scope S>
 MORI_DEVICE void share_span(size_t n, size_t* begin, size_t* end) {
@@ -31,6 +28,9 @@ MORI_DEVICE void share_span(size_t n, size_t* begin, size_t* end) {
   *end = n - *begin < chunk ? n : *begin + chunk;
 }
 
+// Calls f(i) for this participant's share of [0, n). On the GPU a participant takes every size-th
+// index, so that neighbouring lanes touch neighbouring addresses; on the host it takes one
+// contiguous span (platform.hpp).
 template <Scope S, typename F>
 MORI_DEVICE void for_each_share(size_t n, F&& f) {
   if constexpr (platform::kLanesInterleave) {

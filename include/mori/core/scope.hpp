@@ -3,7 +3,8 @@
 //
 //   Thread: the calling thread alone.
 //   Warp:   every live lane of the calling warp; all of them make the same call with the same
-//   arguments. Block:  every thread of the calling block; likewise.
+//           arguments.
+//   Block:  every thread of the calling block; likewise.
 //
 // Each tag gives the caller's rank within the scope, the scope's size, a barrier over the scope,
 // and a leader (rank 0), which is the one participant that posts work on behalf of the scope where

@@ -49,8 +49,7 @@ constexpr int hip_scope(MemScope s) {
 }
 }  // namespace detail
 
-// ---- indices and sizes
-// ----------------------------------------------------------------------------------------
+// ---- indices and sizes --------------------------------------------------------------------------
 MORI_DEVICE int warp_size() { return 64; }
 MORI_DEVICE Dim3 thread_idx() {
   return {__builtin_amdgcn_workitem_id_x(), __builtin_amdgcn_workitem_id_y(),
@@ -72,8 +71,7 @@ MORI_DEVICE int lane_id() {
   return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
 }
 
-// ---- barriers
-// --------------------------------------------------------------------------------------------------
+// ---- barriers -----------------------------------------------------------------------------------
 // A wavefront executes in lockstep; the fences make lanes' memory writes visible to each other
 // across the barrier.
 MORI_DEVICE void warp_sync() {
@@ -87,9 +85,8 @@ MORI_DEVICE void block_sync() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
-// ---- warp collectives
-// ------------------------------------------------------------------------------------------ Over
-// the lanes that are active (converged) at the call: the EXEC mask.
+// ---- warp collectives ---------------------------------------------------------------------------
+// Over the lanes that are active (converged) at the call: the EXEC mask.
 MORI_DEVICE uint64_t active_mask() { return __builtin_amdgcn_read_exec(); }
 MORI_DEVICE uint64_t ballot(bool pred) { return __builtin_amdgcn_ballot_w64(pred); }
 template <typename T>
@@ -113,8 +110,7 @@ MORI_DEVICE T warp_broadcast(T value, int src_lane) {
   return broadcast(value, src_lane);
 }
 
-// ---- atomics and fences
-// ----------------------------------------------------------------------------------------
+// ---- atomics and fences -------------------------------------------------------------------------
 // Evaluated at compile time (integral_constant): the builtins take constants, and a call left to
 // the inliner would make every atomic a call.
 #define MORI_AMDGCN_ORDER(O) (std::integral_constant<int, detail::gcc_order(O)>::value)
@@ -178,26 +174,25 @@ MORI_DEVICE void fence() {
 // and NIC.
 MORI_DEVICE void system_fence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
 
-// ---- bulk access
-// -----------------------------------------------------------------------------------------------
+// ---- bulk access --------------------------------------------------------------------------------
 // Global memory (not LDS, not scratch) is reached with global_* instructions rather than flat_*
 // ones.
 MORI_DEVICE bool is_global(const void* p) {
 #if defined(__HIP_DEVICE_COMPILE__)
   return !__builtin_amdgcn_is_shared(p) && !__builtin_amdgcn_is_private(p);
 #else
-  (void)p;  // the host pass of a HIP file parses device bodies but never emits them; the builtins
-            // need amdgcn
+  // The host pass of a HIP file parses device bodies but never emits them; the builtins need
+  // amdgcn.
+  (void)p;
   return true;
 #endif
 }
 MORI_DEVICE Vec16 load16_global(const void* p) { return *(const detail::GlobalVec16*)p; }
 MORI_DEVICE void store16_global(void* p, Vec16 v) { *(detail::GlobalVec16*)p = v; }
 
-// ---- progress, time and failure
-// -------------------------------------------------------------------------------- Every spin loop
-// calls relax(): it yields issue slots to the other waves of the compute unit. `spin` (the wait's
-// iteration, for the host's back-off) is not needed here.
+// ---- progress, time and failure -----------------------------------------------------------------
+// Every spin loop calls relax(): it yields issue slots to the other waves of the compute unit.
+// `spin` (the wait's iteration, for the host's back-off) is not needed here.
 MORI_DEVICE void relax(uint32_t /*spin*/ = 0) { __builtin_amdgcn_s_sleep(1); }
 // s_memrealtime counts a constant 100 MHz clock on gfx9 (CDNA ISA guides, "S_MEMREALTIME").
 MORI_DEVICE uint64_t clock_ns() { return __builtin_amdgcn_s_memrealtime() * 10; }

@@ -12,9 +12,10 @@ namespace mori::platform {
 enum class MemOrder { Relaxed, Acquire, Release, AcqRel, SeqCst };
 
 // The set of agents an atomic or fence orders against.
-//   Wavefront: lanes of one warp.   Block: threads of one block (workgroup).
-//   Agent: every thread of this GPU. System: this GPU, the CPU, peer GPUs over XGMI/PCIe and the
-//   NIC.
+//   Wavefront  lanes of one warp
+//   Block      threads of one block (workgroup)
+//   Agent      every thread of this GPU
+//   System     this GPU, the CPU, peer GPUs over XGMI/PCIe and the NIC
 // On the host backend every scope is a process-shared CPU scope, so all four behave as System.
 enum class MemScope { Wavefront, Block, Agent, System };
 

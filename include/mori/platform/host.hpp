@@ -23,8 +23,7 @@ inline constexpr bool kLanesInterleave = false;
 
 using Vec16 = unsigned int __attribute__((vector_size(16), may_alias));
 
-// ---- indices and sizes
-// ----------------------------------------------------------------------------------------
+// ---- indices and sizes --------------------------------------------------------------------------
 inline int warp_size() { return host::context().warp_size; }
 inline Dim3 thread_idx() { return host::context().thread_idx; }
 inline Dim3 block_idx() { return host::context().block_idx; }
@@ -32,12 +31,10 @@ inline Dim3 block_dim() { return host::context().block_dim; }
 inline Dim3 grid_dim() { return host::context().grid_dim; }
 inline int lane_id() { return host::context().lane; }
 
-// ---- failure
-// ---------------------------------------------------------------------------------------------------
+// ---- failure ------------------------------------------------------------------------------------
 [[noreturn]] inline void trap(const char* message) { throw host::TrapError(message); }
 
-// ---- barriers
-// --------------------------------------------------------------------------------------------------
+// ---- barriers -----------------------------------------------------------------------------------
 inline void warp_sync() {
   const host::LaunchContext& c = host::context();
   if (c.warp) c.warp->barrier.arrive_and_wait();
@@ -47,12 +44,11 @@ inline void block_sync() {
   if (c.block) c.block->barrier.arrive_and_wait();
 }
 
-// ---- warp collectives
-// ------------------------------------------------------------------------------------------ Lanes
-// are independent threads here, so no two lanes are ever converged: the active set at any call is
-// the calling lane alone (docs/host-backend.md). Code that aggregates over active_mask() then
-// degenerates to one lane, which is correct, and divergent calls such as `if (lane == 0) put(...)`
-// work as on the GPU.
+// ---- warp collectives ---------------------------------------------------------------------------
+// Lanes are independent threads here, so no two lanes are ever converged: the active set at any
+// call is the calling lane alone (docs/host-backend.md). Code that aggregates over active_mask()
+// then degenerates to one lane, which is correct, and divergent calls such as
+// `if (lane == 0) put(...)` work as on the GPU.
 inline uint64_t active_mask() { return uint64_t{1} << lane_id(); }
 inline uint64_t ballot(bool pred) { return pred ? active_mask() : 0; }
 template <typename T>
@@ -86,8 +82,7 @@ inline T warp_broadcast(T value, int src_lane) {
   return out;
 }
 
-// ---- atomics and fences
-// ----------------------------------------------------------------------------------------
+// ---- atomics and fences -------------------------------------------------------------------------
 namespace detail {
 // ThreadSanitizer does not model standalone fences (std::atomic_thread_fence), so the pattern
 // "release fence, then relaxed store" that device code uses (and that amdgcn needs) would look
@@ -161,14 +156,12 @@ inline void fence() {
 }
 inline void system_fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
-// ---- bulk access
-// -----------------------------------------------------------------------------------------------
+// ---- bulk access --------------------------------------------------------------------------------
 inline bool is_global(const void*) { return true; }
 inline Vec16 load16_global(const void* p) { return *static_cast<const Vec16*>(p); }
 inline void store16_global(void* p, Vec16 v) { *static_cast<Vec16*>(p) = v; }
 
-// ---- progress and time
-// -----------------------------------------------------------------------------------------
+// ---- progress and time --------------------------------------------------------------------------
 // Spinning lanes share two cores with the lanes they wait for. relax(spin) backs off by the wait's
 // own iteration count: the first kBusySpins iterations re-test at once (a flag that a PE on the
 // other core is about to write arrives within them: a ping-pong's wait lasts about 90; a `pause`,

@@ -20,8 +20,7 @@
 
 namespace mori::provider::bnxt {
 
-// ---- constants (bnxt_re-abi.h unless noted)
-// ----------------------------------------------------------------------
+// ---- constants (bnxt_re-abi.h unless noted) -----------------------------------------------------
 enum bnxt_re_wr_opcode : uint8_t {
   BNXT_RE_WR_OPCD_SEND = 0x00,
   BNXT_RE_WR_OPCD_SEND_IMM = 0x01,
@@ -142,8 +141,7 @@ inline constexpr uint32_t BNXT_RE_FULL_FLAG_DELTA = 0x80;
 // The phase bit a valid CQE carries on a CQ's first pass (kernel qplib_fp.h).
 inline constexpr uint32_t BNXT_QPLIB_QUEUE_START_PERIOD = 0x01;
 
-// ---- send WQE segments: each is one 16-byte slot
-// ------------------------------------------------------------------
+// ---- send WQE segments: each is one 16-byte slot ------------------------------------------------
 // union lower_shdr: the header's second 8 bytes.
 union lower_shdr {
   le64 qkey_len;    // send, RDMA write/read: the message length in bytes
@@ -182,8 +180,7 @@ struct bnxt_re_sge {
   le32 length;
 };
 
-// ---- completion: a CQE is bnxt_re_req_cqe followed by bnxt_re_bcqe (bnxt_re_get_cqe_sz)
-// --------------------------
+// ---- completion: a CQE is bnxt_re_req_cqe followed by bnxt_re_bcqe (bnxt_re_get_cqe_sz) ---------
 struct bnxt_re_req_cqe {
   le64 qp_handle;
   le32 con_indx;  // 16 bits valid: the SQ consumer index after the completed WQE
@@ -197,8 +194,7 @@ struct bnxt_re_bcqe {
   le32 qphi_rwrid;
 };
 
-// ---- doorbell and MSN table
-// ----------------------------------------------------------------------------------
+// ---- doorbell and MSN table ---------------------------------------------------------------------
 // indx: index 24 | epoch 1 << 24 | toggle 1 << 25. typ_qid: qid 20 | valid 1 << 26 | typ 4 << 28.
 struct bnxt_re_db_hdr {
   le32 indx;
@@ -218,8 +214,7 @@ static_assert(sizeof(bnxt_re_req_cqe) == 24 && sizeof(bnxt_re_bcqe) == 8,
 static_assert(sizeof(bnxt_re_db_hdr) == 8 && sizeof(bnxt_re_msns) == 8,
               "the doorbell and an MSN entry are one 64-bit word each");
 
-// ---- named accessors
-// ----------------------------------------------------------------------------------------
+// ---- named accessors ----------------------------------------------------------------------------
 // The base header's first word (bnxt_re_set_hdr_flags). ws counts 16-byte slots actually used.
 MORI_DEVICE constexpr uint32_t bsqe_rsv_ws_fl_wt(uint32_t wt, uint32_t fl, uint32_t ws) {
   return (wt & BNXT_RE_HDR_WT_MASK) | (fl & BNXT_RE_HDR_FLAGS_MASK) << BNXT_RE_HDR_FLAGS_SHIFT |

@@ -1,7 +1,6 @@
-// Byte-order types for hardware structs: a field's endianness is part of its type, as rdma-core's
-// __be32 and
-// __le32 (STYLE.md rule 4). Both GPU targets and the host are little-endian; the big-endian types
-// swap on every load and store, through these accessors only.
+// Byte-order types for hardware structs: a field's endianness is part of its type, as with
+// rdma-core's __be32 and __le32 (docs/design.md, Style, rule 4). Both GPU targets and the host are
+// little-endian; the big-endian types swap on every load and store, through these accessors only.
 #pragma once
 
 #include <cstdint>

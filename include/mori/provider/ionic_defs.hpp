@@ -20,7 +20,7 @@
 
 namespace mori::provider {
 
-// ---- send WQE (ionic_fw_types.h) --------------------------------------------------------------
+// ---- send WQE (ionic_fw_types.h) ----------------------------------------------------------------
 
 // wqe scatter gather element
 struct ionic_sge {
@@ -67,8 +67,8 @@ struct ionic_v2_atomic_bdy {
   be32 swap_add_low;
   be32 compare_high;
   be32 compare_low;
-  be32 lkey;      // where the old value lands
-  be64 local_va;  //
+  be32 lkey;  // lkey and local_va: where the old value lands
+  be64 local_va;
   uint8_t rsvd_expdb[8];
 };
 
@@ -107,7 +107,7 @@ static_assert(offsetof(ionic_v1_wqe, common.pld) == 32 && sizeof(ionic_v1_wqe) =
               "ionic_v1_wqe: 16-byte header, 48-byte body (ionic_v1_send_wqe_min_size)");
 static_assert(offsetof(ionic_v1_wqe, atomic_v2.local_va) == 48);
 
-// ---- CQE (ionic_fw_types.h, ionic_fw.h) -------------------------------------------------------
+// ---- CQE (ionic_fw_types.h, ionic_fw.h) ---------------------------------------------------------
 
 // completion queue v1 cqe, send arm (the recv arm is omitted: the engine posts no receives)
 struct ionic_v1_cqe {
@@ -174,7 +174,7 @@ MORI_DEVICE uint32_t ionic_v1_cqe_qtf_make(uint32_t qid, uint8_t type, bool erro
 // true (qp->sq.color and cq->color start true; a fresh, zeroed CQ therefore reads as empty).
 MORI_DEVICE bool ionic_color(uint64_t pos, uint32_t depth) { return (pos & depth) == 0; }
 
-// ---- doorbell (ionic_queue.h) -----------------------------------------------------------------
+// ---- doorbell (ionic_queue.h) -------------------------------------------------------------------
 
 inline constexpr uint64_t IONIC_QID_MASK = (uint64_t{1} << 24) - 1;
 inline constexpr int IONIC_DBELL_QID_SHIFT = 24;
@@ -194,7 +194,7 @@ MORI_DEVICE uint32_t ionic_dbell_pos(uint64_t val) {
   return static_cast<uint32_t>(val & IONIC_DBELL_POS_MASK);
 }
 
-// ---- status names -----------------------------------------------------------------------------
+// ---- status names -------------------------------------------------------------------------------
 
 // mori's own codes for CQEs that carry no ionic_status: outside the enum's range.
 enum : uint32_t {

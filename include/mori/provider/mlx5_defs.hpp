@@ -26,7 +26,7 @@
 
 namespace mori::provider {
 
-// ---- constants (mlx5dv.h) ------------------------------------------------------------------
+// ---- constants (mlx5dv.h) -----------------------------------------------------------------------
 
 enum : uint8_t {
   MLX5_OPCODE_RDMA_WRITE = 0x08,
@@ -81,7 +81,7 @@ enum : uint8_t {
   MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR = 0x22,
 };
 
-// ---- send WQE segments (16 bytes each, big-endian) ------------------------------------------
+// ---- send WQE segments (16 bytes each, big-endian) ----------------------------------------------
 
 struct mlx5_wqe_ctrl_seg {
   be32 opmod_idx_opcode;  // opmod: 8 | wqe_index: 16 (WQEBB number, wraps at 0xffff) | opcode: 8
@@ -138,7 +138,7 @@ static_assert(sizeof(mlx5_wqe_ctrl_seg) == 16 && sizeof(mlx5_wqe_raddr_seg) == 1
               "mlx5 segments are 16 bytes (mlx5dv.h)");
 static_assert(__builtin_offsetof(mlx5_wqe_ctrl_seg, fm_ce_se) == 11, "mlx5dv.h layout");
 
-// ---- the WQEs mori posts: each fills exactly one WQEBB ---------------------------------------
+// ---- the WQEs mori posts: each fills exactly one WQEBB ------------------------------------------
 
 // RDMA write or read: ctrl, raddr, and one data segment unless the transfer is empty (ds 3 or 2)
 struct Mlx5RdmaWqe {
@@ -171,7 +171,7 @@ static_assert(sizeof(Mlx5RdmaWqe) == MLX5_SEND_WQE_BB &&
                   __builtin_offsetof(Mlx5InlineWqe, data) == 36,
               "every mori WQE is one WQEBB");
 
-// ---- ctrl segment: the one writer and its readers -------------------------------------------
+// ---- ctrl segment: the one writer and its readers -----------------------------------------------
 
 // Mirrors mlx5dv_set_ctrl_seg with signature 0 and imm 0. Units: `pi` is the WQEBB number of the
 // WQE, wrapped at 0xffff whatever the queue size; `ds` counts 16-byte units; `qpn` is 24 bits.
@@ -197,7 +197,7 @@ MORI_DEVICE uint8_t mlx5_ctrl_ds(const mlx5_wqe_ctrl_seg& c) { return c.qpn_ds.g
 MORI_DEVICE uint8_t mlx5_ctrl_fm(const mlx5_wqe_ctrl_seg& c) { return c.fm_ce_se >> 5; }
 MORI_DEVICE uint8_t mlx5_ctrl_ce(const mlx5_wqe_ctrl_seg& c) { return (c.fm_ce_se >> 2) & 3; }
 
-// ---- completion queue entries (64 bytes) ------------------------------------------------------
+// ---- completion queue entries (64 bytes) --------------------------------------------------------
 
 // A requester's CQE. The first 32 bytes are responder fields, unused by a send queue.
 struct mlx5_cqe64 {

@@ -1,4 +1,5 @@
-// The host API of mori::shmem, with the names and semantics of the user guide (docs/user-guide.md).
+// The host API of mori::shmem, with the names and semantics of the original mori's user guide
+// (docs/runtime.md lists the calls and where they differ).
 //
 // Every call that can fail returns a status (0 on success) or a null pointer / 0 address, logs one
 // line to stderr naming the cause ("mori: malloc_align: alignment 3 is not a power of two"), and
@@ -24,12 +25,11 @@ struct InitAttr {
   int rank = -1;    // MORI_SHMEM_INIT_WITH_UNIQUEID: this PE's rank, 0 <= rank < n_ranks
   int n_ranks = 0;  // MORI_SHMEM_INIT_WITH_UNIQUEID: the number of PEs
   UniqueId uid{};   // MORI_SHMEM_INIT_WITH_UNIQUEID: from get_unique_id() on rank 0
-  void* mpi_comm =
-      nullptr;  // MORI_SHMEM_INIT_WITH_MPI_COMM: an MPI_Comm*, or null for MPI_COMM_WORLD
+  // MORI_SHMEM_INIT_WITH_MPI_COMM: an MPI_Comm*, or null for MPI_COMM_WORLD.
+  void* mpi_comm = nullptr;
 };
 
-// ---- setup and teardown
-// ----------------------------------------------------------------------------------------
+// ---- setup and teardown -------------------------------------------------------------------------
 // Initialises over MPI_COMM_WORLD, calling MPI_Init first if nobody has (finalize then calls
 // MPI_Finalize).
 int init();
@@ -39,20 +39,18 @@ int init_attr(unsigned flags, const InitAttr* attr);
 int get_unique_id(UniqueId* uid);
 int finalize();
 
-// ---- queries
-// ---------------------------------------------------------------------------------------------------
+// ---- queries ------------------------------------------------------------------------------------
 int my_pe();          // -1 before init
 int n_pes();          // -1 before init
 int num_qp_per_pe();  // MORI_NUM_QP_PER_PE (default 4); -1 before init
 
-// ---- symmetric memory
-// ------------------------------------------------------------------------------------------ The
-// same offset in every PE's heap. The returned memory is 256-byte aligned. nullptr on failure.
+// ---- symmetric memory ---------------------------------------------------------------------------
+// The same offset in every PE's heap. The returned memory is 256-byte aligned. nullptr on failure.
 void* malloc(size_t size);
 void* malloc_align(size_t alignment, size_t size);  // alignment: a power of two
-void* ext_malloc_with_flags(size_t size,
-                            unsigned flags);  // flags: 0; others are reserved for GPU memory kinds
-int free(void* ptr);                          // ptr from malloc*; nullptr is a no-op
+// flags: 0; others are reserved for GPU memory kinds.
+void* ext_malloc_with_flags(size_t size, unsigned flags);
+int free(void* ptr);  // ptr from malloc*; nullptr is a no-op
 
 // Registers a buffer outside the heap so that device calls may use it; every PE registers its own
 // buffer of the same size. 0 on success.
@@ -64,9 +62,9 @@ int buffer_deregister(void* ptr, size_t size);
 // not symmetric.
 uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe);
 
-// ---- synchronisation and modules
-// ------------------------------------------------------------------------------- Every PE waits
-// for all others; memory writes made before the barrier are visible to all PEs after it.
+// ---- synchronisation and modules ----------------------------------------------------------------
+// Every PE waits for all others; memory writes made before the barrier are visible to all PEs
+// after it.
 int barrier_all();
 // Copies the live device state into a separately loaded code object: a hipModule_t on the hip
 // backend, a dlopen handle on the host backend. Refuses a module built for another device-state ABI

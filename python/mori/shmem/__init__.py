@@ -1,4 +1,4 @@
-"""mori.shmem: the user guide's shmem API (../shared/seeds/001_*, docs/python.md).
+"""mori.shmem: the user guide's shmem API (docs/python.md names the guide and the differences).
 
 Every name of the guide is here with its meaning. Addresses are ``int``. A call that fails raises
 ``RuntimeError`` with the runtime's one-line reason, e.g. ``malloc_align: alignment 3 is not a
