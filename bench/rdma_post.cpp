@@ -24,7 +24,7 @@
 
 namespace mp = mori::provider;
 namespace sn = mori::softnic;
-using mori::transport::RdmaEndpoint;
+using mori::state::RdmaEndpoint;
 
 namespace {
 

@@ -18,15 +18,15 @@
 #include <vector>
 
 #include "mori/core/types.hpp"
-#include "mori/shmem/amo.hpp"
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/amo.hpp"
+#include "mori/state/gpu_states.hpp"
 #include "mori/version.hpp"
 
 namespace mori::abi {
 
 using Json = nlohmann::ordered_json;
-using shmem::atomicType;
-using shmem::Cmp;
+using state::atomicType;
+using state::Cmp;
 
 // A C type as the manifest gives it: its spelling in the spec, its LLVM IR type, and the extension
 // attribute clang puts on sub-word integers. amdgcn and x86-64 agree on all of these for every ABI
@@ -90,34 +90,18 @@ class Manifest {
   Json functions_ = Json::array();
 };
 
-#define MORI_ENUM_ENTRY(e) {#e, static_cast<int>(shmem::e)}
-
 Json enums() {
-  return {{"atomicType",
-           {MORI_ENUM_ENTRY(AMO_ACK),
-            MORI_ENUM_ENTRY(AMO_INC),
-            MORI_ENUM_ENTRY(AMO_SET),
-            MORI_ENUM_ENTRY(AMO_ADD),
-            MORI_ENUM_ENTRY(AMO_AND),
-            MORI_ENUM_ENTRY(AMO_OR),
-            MORI_ENUM_ENTRY(AMO_XOR),
-            MORI_ENUM_ENTRY(AMO_SIGNAL),
-            MORI_ENUM_ENTRY(AMO_SIGNAL_SET),
-            MORI_ENUM_ENTRY(AMO_SIGNAL_ADD),
-            MORI_ENUM_ENTRY(SIGNAL_SET),
-            MORI_ENUM_ENTRY(SIGNAL_ADD),
-            MORI_ENUM_ENTRY(AMO_END_OF_NONFETCH),
-            MORI_ENUM_ENTRY(AMO_FETCH),
-            MORI_ENUM_ENTRY(AMO_FETCH_INC),
-            MORI_ENUM_ENTRY(AMO_FETCH_ADD),
-            MORI_ENUM_ENTRY(AMO_FETCH_AND),
-            MORI_ENUM_ENTRY(AMO_FETCH_OR),
-            MORI_ENUM_ENTRY(AMO_FETCH_XOR),
-            MORI_ENUM_ENTRY(AMO_SWAP),
-            MORI_ENUM_ENTRY(AMO_COMPARE_SWAP)}},
-          {"Cmp",
-           {MORI_ENUM_ENTRY(CMP_EQ), MORI_ENUM_ENTRY(CMP_NE), MORI_ENUM_ENTRY(CMP_GT),
-            MORI_ENUM_ENTRY(CMP_LE), MORI_ENUM_ENTRY(CMP_LT), MORI_ENUM_ENTRY(CMP_GE)}}};
+  Json amo;
+#define MORI_AMO_ENTRY(code, number, ...) amo[#code] = number;
+  MORI_FOR_EACH_AMO(MORI_AMO_ENTRY)
+#undef MORI_AMO_ENTRY
+  amo["AMO_SIGNAL_SET"] = static_cast<int>(state::AMO_SIGNAL_SET);  // the AMO_ spellings of 9, 10
+  amo["AMO_SIGNAL_ADD"] = static_cast<int>(state::AMO_SIGNAL_ADD);
+  Json cmp;
+#define MORI_CMP_ENTRY(code, number, suffix) cmp[#code] = number;
+  MORI_FOR_EACH_CMP(MORI_CMP_ENTRY)
+#undef MORI_CMP_ENTRY
+  return {{"atomicType", amo}, {"Cmp", cmp}};
 }
 
 Json manifest() {
@@ -128,8 +112,8 @@ Json manifest() {
   j["naming"] = "mori_shmem_<op>[_<type>][_nbi][_<scope>]";
   j["device_state"] = {{"symbol", "_ZN4mori5shmem15globalGpuStatesE"},
                        {"demangled", "mori::shmem::globalGpuStates"},
-                       {"bytes", sizeof(shmem::GpuStates)},
-                       {"abi_version", shmem::kGpuStatesAbiVersion},
+                       {"bytes", sizeof(state::GpuStates)},
+                       {"abi_version", state::kGpuStatesAbiVersion},
                        {"abi_version_symbol", "mori_shmem_gpu_states_abi_version"}};
   j["enums"] = enums();
   j["function_count"] = m.functions().size();

@@ -2,13 +2,13 @@
 // (test_api.py reads it back through mori_test_module_pes).
 #include <cstdint>
 
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
 
 namespace mori::shmem {
-GpuStates globalGpuStates{};
+state::GpuStates globalGpuStates{};
 }  // namespace mori::shmem
 
-extern "C" const uint32_t mori_shmem_gpu_states_abi_version = mori::shmem::kGpuStatesAbiVersion;
+extern "C" const uint32_t mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVersion;
 
 // This module's view: rank * 1000 + n_pes, or 0 before module_init.
 extern "C" int32_t mori_test_module_pes() {

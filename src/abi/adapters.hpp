@@ -12,8 +12,8 @@ namespace mori::shmem::abi {
 // The queries read the device state of the code object they are linked into, as on a GPU. (On the
 // host backend shmem::my_pe(), n_pes() and ptr_p2p() are the host API's, which read the runtime's
 // state and live in libmori_shmem: a module must not depend on either.)
-MORI_DEVICE int my_pe() { return detail::this_pe(); }
-MORI_DEVICE int n_pes() { return detail::pe_count(); }
+MORI_DEVICE int my_pe() { return state::this_pe(); }
+MORI_DEVICE int n_pes() { return state::pe_count(); }
 MORI_DEVICE uint64_t ptr_p2p(uint64_t dest, int caller_pe, int dest_pe) {
   return detail::device_ptr_p2p(dest, caller_pe, dest_pe);
 }
@@ -34,10 +34,11 @@ MORI_DEVICE void atomic_size_nonfetch(void* dest, const void* val, size_t bytes,
     atomic_nonfetch(static_cast<uint64_t*>(dest), *static_cast<const uint64_t*>(val), op, pe, qp);
   } else {
     // Unlike the checks, this one stays in release builds: there is no operation to fall back on.
-    fail({DeviceErrorCode::kBadArgument, pe, reinterpret_cast<uint64_t>(dest)}, [&](Message& m) {
-      m << "atomic_size_nonfetch: " << static_cast<uint64_t>(bytes)
-        << " bytes is not an atomic width: use 4 or 8 (PE " << pe << ")";
-    });
+    state::fail({state::DeviceErrorCode::kBadArgument, pe, reinterpret_cast<uint64_t>(dest)},
+                [&](state::Message& m) {
+                  m << "atomic_size_nonfetch: " << static_cast<uint64_t>(bytes)
+                    << " bytes is not an atomic width: use 4 or 8 (PE " << pe << ")";
+                });
   }
 }
 

@@ -9,8 +9,8 @@
 #include "mori/core/types.hpp"
 #include "mori/shmem/device_api.hpp"
 
-// Every code object that links the bitcode gets exactly one device state (gpu_states.hpp), which
-// module_init finds by name (hipModuleGetGlobal / dlsym) and fills, and the ABI version it checks
+// Every code object that links the bitcode gets exactly one device state
+// (mori/state/gpu_states.hpp), which module_init finds by name (hipModuleGetGlobal / dlsym) and fills, and the ABI version it checks
 // first. Both are default visibility so that the loaders see them, and `used, retain` (llvm.used)
 // so that a front end that links only what its kernels need and internalizes the rest (llvm-link
 // --only-needed --internalize) still keeps them, exported. The registration
@@ -20,7 +20,7 @@ namespace mori::shmem {
 MORI_DEVICE_VAR __attribute__((visibility("default"), used, retain)) GpuStates globalGpuStates;
 }  // namespace mori::shmem
 extern "C" MORI_DEVICE_VAR __attribute__((visibility("default"), used, retain))
-const uint32_t mori_shmem_gpu_states_abi_version = mori::shmem::kGpuStatesAbiVersion;
+const uint32_t mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVersion;
 
 // MORI_DEVICE_VAR is the device attribute without `inline`: these are real, exported definitions.
 // On amdgcn each wrapper is flattened: everything it calls is inlined into it, so an entry point

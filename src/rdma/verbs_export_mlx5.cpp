@@ -3,8 +3,8 @@
 //   ep.sq          mlx5dv_qp.sq.buf          sq.wqe_cnt WQEBBs of sq.stride = 64 bytes
 //   ep.sq_wqes     mlx5dv_qp.sq.wqe_cnt      WQEBBs, which rdma-core sizes from max_send_wr and
 //                                            the WQE size of max_inline_data (may exceed sq_wqes)
-//   ep.dbr         mlx5dv_qp.dbrec           two big-endian counters; the provider writes
-//                                            [MLX5_SND_DBR]
+//   ep.dbr         mlx5dv_qp.dbrec           two big-endian counters; the provider writes the
+//                                            send counter, [MLX5_SND_DBR]
 //   ep.db          mlx5dv_qp.bf.reg          the BlueFlame register, MMIO, written 8 bytes at once
 //   ep.cq          mlx5dv_cq.buf             cqe_cnt entries of cqe_size = 64 bytes
 //   ep.cq_entries  mlx5dv_cq.cqe_cnt         must be 1: the provider polls a collapsed CQ
@@ -22,7 +22,7 @@
 
 namespace mori::rdma {
 
-Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, transport::RdmaEndpoint* ep) {
+Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep) {
   mlx5dv_qp qp{};
   mlx5dv_cq cq{};
   mlx5dv_obj obj{};
@@ -65,9 +65,9 @@ Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, transport::
   MORI_TRY(map(qp.bf.reg, sizeof(uint64_t), true, &db));
   MORI_TRY(map(cq.buf, size_t{cq.cqe_cnt} * cq.cqe_size, false, &cqbuf));
 
-  transport::RdmaEndpoint& e = *ep;
+  state::RdmaEndpoint& e = *ep;
   const uint32_t ibuf_lkey = e.ibuf_lkey;
-  e = transport::RdmaEndpoint{};
+  e = state::RdmaEndpoint{};
   e.sq = static_cast<uint8_t*>(sq);
   e.cq = static_cast<uint8_t*>(cqbuf);
   e.dbr = static_cast<uint32_t*>(dbr);

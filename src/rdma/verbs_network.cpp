@@ -123,7 +123,7 @@ Status VerbsNetwork::open_device(bool* none) {
   DeviceFilter filter;
   MORI_TRY(parse_device_filter(config_.device_filter_text, &filter));
   int n = 0;
-  // NULL with errno ENOSYS where the kernel has no RDMA subsystem (NOTES-toolchain.md, "RDMA");
+  // NULL with errno ENOSYS where the kernel has no RDMA subsystem (docs/rdma-hardware.md);
   // NULL with any other errno, and an empty list, likewise mean no device.
   std::unique_ptr<ibv_device*, DeviceListDeleter> list(ibv_get_device_list(&n));
   std::vector<std::string> names;
@@ -207,11 +207,11 @@ Status VerbsNetwork::register_heap() {
   return {};
 }
 
-// One ibuf per endpoint (transport/rdma_endpoint.hpp: its layout), all in one block. Only each
+// One ibuf per endpoint (mori/state/rdma_endpoint.hpp: its layout), all in one block. Only each
 // ibuf's first ibuf_registered_bytes are registered, for local writes: the NIC writes the fetched
 // values there and nothing else. Then each QP is exported with its ibuf.
 Status VerbsNetwork::create_ibufs() {
-  using namespace transport;
+  using namespace state;
   const uint32_t slots = config_.ibuf_slots;
   ibuf_stride_ = (ibuf_words(slots) + 7) / 8 * 8;  // whole 64-byte lines
   const size_t active =

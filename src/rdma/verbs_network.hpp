@@ -1,8 +1,8 @@
-// VerbsNetwork: RDMA setup on real hardware through libibverbs and mlx5dv (DESIGN.md layer 8,
-// "RDMA setup"; docs/rdma-hardware.md). It picks this PE's device (MORI_RDMA_DEVICES), opens its
+// VerbsNetwork: RDMA setup on real hardware through libibverbs and mlx5dv (docs/design.md, layer
+// 8, "RDMA setup"; docs/rdma-hardware.md). It picks this PE's device (MORI_RDMA_DEVICES), opens its
 // port, creates one RC queue pair per (peer PE that needs RDMA, QP index), connects each to the
 // peer's matching QP, registers the symmetric heap and exchanges keys and bases, and exports every
-// queue pair to the device as a transport::RdmaEndpoint in the provider's format.
+// queue pair to the device as a state::RdmaEndpoint in the provider's format.
 //
 // Every operation that takes a bootstrap is collective: all PEs call it in the same order. Each
 // local step ends with an agreement (an allgather of one byte), so when one PE fails every PE
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
-#include "mori/transport/rdma_endpoint.hpp"
 
 struct ibv_context;
 struct ibv_pd;
@@ -85,7 +85,7 @@ class VerbsNetwork {
 
   // [n_pes * num_qp_per_pe], entry pe * num_qp_per_pe + qp; all zero for PEs without RDMA. The
   // pointers inside are device addresses (from map_to_device).
-  const std::vector<transport::RdmaEndpoint>& endpoints() const { return endpoints_; }
+  const std::vector<state::RdmaEndpoint>& endpoints() const { return endpoints_; }
   uint32_t heap_lkey() const { return heap_lkey_; }
   const std::vector<uint32_t>& heap_rkeys() const { return heap_rkeys_; }  // [n_pes]
   // [n_pes]: each PE's heap base in its own address space.
@@ -123,7 +123,7 @@ class VerbsNetwork {
   Status create_queues();
   Status connect_queues();
   // verbs_export_mlx5.cpp
-  Status export_mlx5(const Queue& queue, uint64_t* ibuf, transport::RdmaEndpoint* ep);
+  Status export_mlx5(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
   Status map(void* host, size_t bytes, bool mmio, void** device);
 
   VerbsConfig config_;
@@ -146,7 +146,7 @@ class VerbsNetwork {
   std::vector<ibv_mr*> ibuf_mrs_;
   std::map<void*, ibv_mr*> regions_;
   std::vector<Mapping> mappings_;
-  std::vector<transport::RdmaEndpoint> endpoints_;
+  std::vector<state::RdmaEndpoint> endpoints_;
   uint32_t heap_lkey_ = 0;
   std::vector<uint32_t> heap_rkeys_;
   std::vector<uint64_t> remote_heap_bases_;

@@ -10,17 +10,17 @@ namespace {
 
 class VerbsRdma final : public runtime::RdmaNetwork {
  public:
-  VerbsRdma(std::unique_ptr<VerbsNetwork> verbs, shmem::Nic nic)
+  VerbsRdma(std::unique_ptr<VerbsNetwork> verbs, state::Nic nic)
       : verbs_(std::move(verbs)), nic_(nic) {}
 
   Status publish_endpoints() {
     const auto& eps = verbs_->endpoints();
-    return d_endpoints_.upload(eps.data(), eps.size() * sizeof(transport::RdmaEndpoint));
+    return d_endpoints_.upload(eps.data(), eps.size() * sizeof(state::RdmaEndpoint));
   }
 
-  shmem::Nic nic() const override { return nic_; }
-  transport::RdmaEndpoint* device_endpoints() const override {
-    return static_cast<transport::RdmaEndpoint*>(d_endpoints_.ptr);
+  state::Nic nic() const override { return nic_; }
+  state::RdmaEndpoint* device_endpoints() const override {
+    return static_cast<state::RdmaEndpoint*>(d_endpoints_.ptr);
   }
   uint32_t heap_lkey() const override { return verbs_->heap_lkey(); }
   const std::vector<uint32_t>& heap_rkeys() const override { return verbs_->heap_rkeys(); }
@@ -37,7 +37,7 @@ class VerbsRdma final : public runtime::RdmaNetwork {
 
  private:
   std::unique_ptr<VerbsNetwork> verbs_;
-  shmem::Nic nic_;
+  state::Nic nic_;
   runtime::DeviceArray d_endpoints_;
 };
 
@@ -46,10 +46,10 @@ class VerbsRdma final : public runtime::RdmaNetwork {
 Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma,
                        MapToDevice map_to_device, UnmapFromDevice unmap_from_device,
                        std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices) {
-  const shmem::Nic nic =
-      rt.settings.device_nic == shmem::Nic::kNone ? shmem::Nic::kMlx5 : rt.settings.device_nic;
+  const state::Nic nic =
+      rt.settings.device_nic == state::Nic::kNone ? state::Nic::kMlx5 : rt.settings.device_nic;
   VerbsConfig config;
-  config.nic = shmem::nic_name(nic);
+  config.nic = state::nic_name(nic);
   config.rank = rt.rank;
   config.n_pes = rt.n_pes;
   config.local_rank = rt.local_rank;

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
 #include "mori/status.hpp"
 
 namespace mori::backend {
@@ -30,10 +30,10 @@ Status synchronize();
 
 // Makes `states` the device state of this process's own code (libmori_shmem, and on hip every copy
 // registered with MORI_SHMEM_DEFINE_GPU_STATES).
-Status publish(const shmem::GpuStates& states);
+Status publish(const state::GpuStates& states);
 
 // Copies `states` into the globalGpuStates of a separately loaded module (hipModule_t / dlopen
 // handle), after checking that the module was built for this device-state ABI.
-Status publish_to_module(void* module, const shmem::GpuStates& states);
+Status publish_to_module(void* module, const state::GpuStates& states);
 
 }  // namespace mori::backend

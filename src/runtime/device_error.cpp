@@ -12,7 +12,7 @@ namespace mori::runtime {
 
 namespace {
 
-// Indexed by DeviceErrorCode (mori/shmem/device_error.hpp).
+// Indexed by DeviceErrorCode (mori/state/gpu_states.hpp).
 constexpr const char* kKinds[] = {"no error",
                                   "PE out of range",
                                   "address outside symmetric memory",
@@ -23,7 +23,7 @@ constexpr const char* kKinds[] = {"no error",
                                   "bad argument",
                                   "RDMA error completion"};
 static_assert(sizeof kKinds / sizeof kKinds[0] ==
-              static_cast<size_t>(shmem::DeviceErrorCode::kCompletionError) + 1);
+              static_cast<size_t>(state::DeviceErrorCode::kCompletionError) + 1);
 
 const char* kind(uint32_t code) {
   return code < sizeof kKinds / sizeof kKinds[0] ? kKinds[code] : "unknown device error";
@@ -31,7 +31,7 @@ const char* kind(uint32_t code) {
 
 }  // namespace
 
-std::string describe_device_error(const shmem::DeviceError& record) {
+std::string describe_device_error(const state::DeviceError& record) {
   if (record.code == 0) return {};
   std::string text = kind(record.code);
   const size_t length = strnlen(record.message, sizeof record.message);
@@ -62,7 +62,7 @@ const char* device_error() {
   if (!rt || !rt->error) return text.c_str();
   text = runtime::describe_device_error(*rt->error);
   // Read and cleared, like hipGetLastError: the next device failure is recorded afresh.
-  if (!text.empty()) std::memset(static_cast<void*>(rt->error), 0, sizeof(DeviceError));
+  if (!text.empty()) std::memset(static_cast<void*>(rt->error), 0, sizeof(state::DeviceError));
   return text.c_str();
 }
 

@@ -1,17 +1,17 @@
-// The host's reading of the device-error record (shmem::DeviceError): the first failure a device
+// The host's reading of the device-error record (state::DeviceError): the first failure a device
 // call recorded before its kernel trapped. Release GPU builds record only the structured fields;
 // checked builds and the host backend add the one-line message.
 #pragma once
 
 #include <string>
 
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
 
 namespace mori::runtime {
 
 // One line: "<kind>: <message>" when the record has a message, else the kind and the fields,
 // e.g. "timeout (PE 1, address 0x7f3a00001000, observed 5; qp 0x107: posted 12, completed 10,
 // cq consumed 3)". "" for an empty record (code 0).
-std::string describe_device_error(const shmem::DeviceError& record);
+std::string describe_device_error(const state::DeviceError& record);
 
 }  // namespace mori::runtime

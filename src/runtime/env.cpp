@@ -158,11 +158,11 @@ Status load(Settings* out) {
   if (read("MORI_RDMA_DEVICES", &text)) s.rdma_devices = text;
   if (read("MORI_DEVICE_NIC", &text)) {
     if (text == "mlx5") {
-      s.device_nic = shmem::Nic::kMlx5;
+      s.device_nic = state::Nic::kMlx5;
     } else if (text == "bnxt") {
-      s.device_nic = shmem::Nic::kBnxt;
+      s.device_nic = state::Nic::kBnxt;
     } else if (text == "ionic") {
-      s.device_nic = shmem::Nic::kIonic;
+      s.device_nic = state::Nic::kIonic;
     } else {
       return Status::error(quoted("MORI_DEVICE_NIC", text) + " is not mlx5, bnxt or ionic");
     }

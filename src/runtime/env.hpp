@@ -8,7 +8,7 @@
 #include <string>
 
 #include "heap/heap_memory.hpp"
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
 #include "mori/status.hpp"
 
 namespace mori::env {
@@ -34,7 +34,7 @@ struct Settings {
   // MORI_DEVICE_NIC=mlx5|bnxt|ionic: the NIC family whose WQEs the GPU writes. On the host
   // backend, setting it selects the software NIC of that family; unset, RDMA goes to ibverbs
   // devices (as on the hip backend, where unset means mlx5).
-  shmem::Nic device_nic = shmem::Nic::kNone;
+  state::Nic device_nic = state::Nic::kNone;
   int pes_per_node = 0;         // MORI_SHMEM_PES_PER_NODE: testing only, see runtime/node.hpp
   int ib_gid_index = -1;        // MORI_IB_GID_INDEX 0..255; -1: 3 on RoCE, 0 on InfiniBand
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536

@@ -51,7 +51,7 @@ Status connect_rdma(Runtime& rt) {
   std::vector<bool> needs(rt.n_pes, false);
   uint8_t mine = 0;
   for (int pe = 0; pe < rt.n_pes; ++pe) {
-    needs[pe] = rt.transports[pe] == static_cast<uint8_t>(Transport::kRdma);
+    needs[pe] = rt.transports[pe] == static_cast<uint8_t>(state::Transport::kRdma);
     mine |= needs[pe] ? 1 : 0;
   }
   std::vector<uint8_t> anyone(rt.n_pes);
@@ -63,7 +63,7 @@ Status connect_rdma(Runtime& rt) {
     if (rt.local_rank == 0 && mine)
       std::fprintf(stderr, "mori: init: no RDMA devices: inter-node PEs unreachable\n");
     for (int pe = 0; pe < rt.n_pes; ++pe)
-      if (needs[pe]) rt.transports[pe] = static_cast<uint8_t>(Transport::kUnreachable);
+      if (needs[pe]) rt.transports[pe] = static_cast<uint8_t>(state::Transport::kUnreachable);
     return {};
   }
   rt.rkeys = rt.rdma->heap_rkeys();
@@ -99,22 +99,22 @@ Status build(Runtime& rt) {
   // directly and the rest goes over RDMA, as between nodes.
   const bool p2p = !env_flag("MORI_DISABLE_P2P");
   const uint64_t my_base = reinterpret_cast<uint64_t>(rt.memory->base());
-  rt.transports.assign(rt.n_pes, static_cast<uint8_t>(Transport::kRdma));
+  rt.transports.assign(rt.n_pes, static_cast<uint8_t>(state::Transport::kRdma));
   rt.peer_bases.assign(rt.n_pes, 0);
   rt.remote_bases.assign(rt.n_pes, 0);
   rt.rkeys.assign(rt.n_pes, 0);
   MORI_TRY(boot.allgather(&my_base, rt.remote_bases.data(), sizeof my_base));
   for (int pe = 0; pe < rt.n_pes; ++pe) {
     if (pe == rt.rank || (p2p && same_node[pe])) {
-      rt.transports[pe] = static_cast<uint8_t>(Transport::kP2P);
+      rt.transports[pe] = static_cast<uint8_t>(state::Transport::kP2P);
       rt.peer_bases[pe] = reinterpret_cast<uint64_t>(rt.memory->peer_base(pe));
     }
   }
   MORI_TRY(connect_rdma(rt));
   void* error = nullptr;
-  MORI_TRY(backend::alloc_host_visible(sizeof(DeviceError), &error));
-  rt.error = static_cast<DeviceError*>(error);
-  std::memset(rt.error, 0, sizeof(DeviceError));
+  MORI_TRY(backend::alloc_host_visible(sizeof(state::DeviceError), &error));
+  rt.error = static_cast<state::DeviceError*>(error);
+  std::memset(rt.error, 0, sizeof(state::DeviceError));
   MORI_TRY(rt.publish());
   return boot.barrier();
 }
@@ -188,7 +188,7 @@ int finalize() {
   Status synced = backend::synchronize();
   if (synced.ok() && rt->rdma) synced = rt->rdma->drain();
   if (synced.ok()) synced = rt->boot->barrier();
-  shmem::GpuStates cleared{};
+  state::GpuStates cleared{};
   (void)backend::publish(cleared);
   for (void* m : rt->modules) (void)backend::publish_to_module(m, cleared);
   std::unique_ptr<Runtime> owned = runtime::take_current();

@@ -1,6 +1,6 @@
 // RDMA between PEs as the runtime sees it: the queue pairs to the PEs reached over RDMA, exported
 // to the device as RdmaEndpoints, and the memory keys. One implementation per way of reaching a
-// NIC: the software NIC of the host backend (backend/host/rdma_softnic.cpp) and ibverbs devices
+// NIC: the software NIC of the host backend (backend/host/softnic_network.cpp) and ibverbs devices
 // (rdma/verbs_network.cpp, through the backend).
 #pragma once
 
@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
+#include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
-#include "mori/transport/rdma_endpoint.hpp"
 
 namespace mori::runtime {
 
@@ -19,10 +19,10 @@ struct Runtime;
 class RdmaNetwork {
  public:
   virtual ~RdmaNetwork() = default;
-  virtual shmem::Nic nic() const = 0;
+  virtual state::Nic nic() const = 0;
   // Device-visible array of n_pes * num_qp_per_pe endpoints (entry pe * num_qp_per_pe + qp),
   // zeroed for the PEs not reached over RDMA.
-  virtual transport::RdmaEndpoint* device_endpoints() const = 0;
+  virtual state::RdmaEndpoint* device_endpoints() const = 0;
   virtual uint32_t heap_lkey() const = 0;
   // Each PE's rkey of its heap.
   virtual const std::vector<uint32_t>& heap_rkeys() const = 0;

@@ -44,7 +44,7 @@ Status Runtime::publish() {
   MORI_TRY(d_remote_bases.upload(remote_bases.data(), n * sizeof(uint64_t)));
   MORI_TRY(d_rkeys.upload(rkeys.data(), n * sizeof(uint32_t)));
 
-  std::vector<shmem::RegisteredRegion> table;
+  std::vector<state::RegisteredRegion> table;
   for (auto& [base, r] : regions) {
     MORI_TRY(r->d_peer_bases.upload(r->peer_bases.data(), n * sizeof(uint64_t)));
     MORI_TRY(r->d_remote_bases.upload(r->remote_bases.data(), n * sizeof(uint64_t)));
@@ -53,11 +53,11 @@ Status Runtime::publish() {
                      static_cast<const uint64_t*>(r->d_remote_bases.ptr),
                      static_cast<const uint32_t*>(r->d_rkeys.ptr), r->lkey, 0});
   }
-  MORI_TRY(d_regions.upload(table.data(), table.size() * sizeof(shmem::RegisteredRegion)));
+  MORI_TRY(d_regions.upload(table.data(), table.size() * sizeof(state::RegisteredRegion)));
 
-  shmem::GpuStates s{};
-  s.abi_version = shmem::kGpuStatesAbiVersion;
-  s.struct_bytes = sizeof(shmem::GpuStates);
+  state::GpuStates s{};
+  s.abi_version = state::kGpuStatesAbiVersion;
+  s.struct_bytes = sizeof(state::GpuStates);
   s.rank = rank;
   s.n_pes = n_pes;
   s.num_qp_per_pe = settings.num_qp_per_pe;
@@ -67,7 +67,7 @@ Status Runtime::publish() {
   s.peer_bases = static_cast<const uint64_t*>(d_peer_bases.ptr);
   s.remote_bases = static_cast<const uint64_t*>(d_remote_bases.ptr);
   s.rkeys = static_cast<const uint32_t*>(d_rkeys.ptr);
-  s.regions = static_cast<const shmem::RegisteredRegion*>(d_regions.ptr);
+  s.regions = static_cast<const state::RegisteredRegion*>(d_regions.ptr);
   s.n_regions = static_cast<int32_t>(table.size());
   s.internal = reinterpret_cast<uint64_t*>(memory->base() + internal_offset);
   s.internal_bytes = kInternalBytes;

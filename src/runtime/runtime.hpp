@@ -11,7 +11,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "heap/allocator.hpp"
 #include "heap/heap_memory.hpp"
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
 #include "runtime/env.hpp"
 #include "runtime/rdma_network.hpp"
 
@@ -51,11 +51,11 @@ struct Runtime {
   std::vector<uint32_t> rkeys;
   DeviceArray d_transports, d_peer_bases, d_remote_bases, d_rkeys, d_regions;
   std::map<uint64_t, std::unique_ptr<Region>> regions;  // by base
-  shmem::DeviceError* error = nullptr;                  // host-visible device-error record
+  state::DeviceError* error = nullptr;                  // host-visible device-error record
   size_t internal_offset = 0;
   std::vector<void*> modules;  // modules given to module_init: republished on every state change
 
-  shmem::GpuStates states{};
+  state::GpuStates states{};
   // Rebuilds `states` (and the regions table) and publishes it to this process and every module.
   Status publish();
 };

@@ -2,10 +2,10 @@
 // module_init must refuse it (test_host_module.cpp).
 #include <cstdint>
 
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
 
 namespace mori::shmem {
-GpuStates globalGpuStates{};
+state::GpuStates globalGpuStates{};
 }  // namespace mori::shmem
 
 extern "C" const uint32_t mori_shmem_gpu_states_abi_version = 999;

@@ -14,6 +14,7 @@
 #include "device_harness.hpp"
 
 namespace shmem = mori::shmem;
+namespace state = mori::state;
 using mori::test::launch;
 using mori::test::Session;
 
@@ -130,7 +131,7 @@ TEST_CASE("module.abi_mismatch") {
   const std::string expected =
       "the module was built for device-state ABI version 999, this "
       "runtime provides version " +
-      std::to_string(shmem::kGpuStatesAbiVersion);
+      std::to_string(state::kGpuStatesAbiVersion);
   CHECK_MESSAGE(std::string(shmem::last_error()).find(expected) != std::string::npos,
                 shmem::last_error());
 }

@@ -22,7 +22,7 @@
 namespace {
 
 using mori::fuzz::Input;
-using mori::transport::RdmaEndpoint;
+using mori::state::RdmaEndpoint;
 
 template <typename Provider>
 struct Doorbell;

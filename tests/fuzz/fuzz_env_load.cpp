@@ -105,9 +105,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(out.rdma_devices == values[kDevices]);
   if (!values[kSymmetry].empty()) FUZZ_CHECK(out.check_symmetry == (values[kSymmetry] == "1"));
   if (values[kNic].empty()) {
-    FUZZ_CHECK(out.device_nic == mori::shmem::Nic::kNone);
+    FUZZ_CHECK(out.device_nic == mori::state::Nic::kNone);
   } else {
-    FUZZ_CHECK(out.device_nic != mori::shmem::Nic::kNone);
+    FUZZ_CHECK(out.device_nic != mori::state::Nic::kNone);
   }
   return 0;
 }

@@ -43,7 +43,7 @@ void put(Bytes& out, T value) {
 void put(Bytes& out, std::string_view text) { out.insert(out.end(), text.begin(), text.end()); }
 void put(Bytes& out, const uint8_t* bytes, size_t n) { out.insert(out.end(), bytes, bytes + n); }
 
-// ---- environment values ------------------------------------------------------------------------
+// ---- environment values -------------------------------------------------------------------------
 
 void env_seeds() {
   int n = 0;
@@ -99,8 +99,7 @@ void env_seeds() {
   }
 }
 
-// ---- unique ID
-// -----------------------------------------------------------------------------------
+// ---- unique ID ----------------------------------------------------------------------------------
 
 void unique_id_seeds() {
   bs::UniqueIdFields v4;
@@ -135,7 +134,7 @@ void unique_id_seeds() {
   }
 }
 
-// ---- bootstrap wire ----------------------------------------------------------------------------
+// ---- bootstrap wire -----------------------------------------------------------------------------
 
 void wire_seeds() {
   int n = 0;
@@ -190,8 +189,7 @@ void wire_seeds() {
   write_seed("fuzz_wire", "error_report", b);
 }
 
-// ---- WQEs and doorbells
-// --------------------------------------------------------------------------
+// ---- WQEs and doorbells -------------------------------------------------------------------------
 
 // The requests the engine posts: each opcode, the sizes at the edges, both atomic widths.
 std::vector<WorkRequest> requests(bool atomic32, uint32_t max_inline) {
@@ -282,7 +280,7 @@ void doorbell_seeds(uint8_t provider, uint32_t qpn) {
                  ring);
     }
     // The register and record as the provider's ring leaves them, read as garbage (mode 0).
-    mori::transport::RdmaEndpoint ep{};
+    mori::state::RdmaEndpoint ep{};
     uint32_t record[2] = {};
     uint64_t reg = 0;
     alignas(64) uint8_t wqe[Provider::kWqeBytes] = {};

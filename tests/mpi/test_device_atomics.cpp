@@ -6,12 +6,16 @@
 // messages.
 #include <algorithm>
 #include <bit>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "wait_helpers.hpp"
+
+namespace state = mori::state;
 
 namespace shmem = mori::shmem;
 namespace platform = mori::platform;
@@ -20,8 +24,7 @@ using shmem::atomicType;
 
 namespace {
 
-// ---- every operation once, against a host reference
-// ------------------------------------------------------------------------------------------------
+// ---- every operation once, against a host reference ---------------------------------------------
 
 // The location's value after `op`, computed in unsigned arithmetic (signed AMOs wrap).
 template <typename T>
@@ -48,43 +51,53 @@ T reference(atomicType op, T old, T value, T compare) {
       return old;
     case shmem::AMO_COMPARE_SWAP:
       return old == compare ? value : old;
-    default:  // AMO_SET, AMO_SIGNAL, SIGNAL_SET, AMO_SWAP
+    case shmem::AMO_SET:
+    case shmem::AMO_SIGNAL:
+    case shmem::AMO_SIGNAL_SET:
+    case shmem::AMO_SWAP:
       return value;
+    default:  // a new row of MORI_FOR_EACH_AMO needs its reference here
+      throw std::logic_error("no reference for atomic code " + std::to_string(op));
   }
 }
 
-// Calls the named function of `op`; non-fetching ones return 0.
+// Calls the named function of `op`, as its row of MORI_FOR_EACH_AMO says; non-fetching ones give 0.
+template <typename T, typename F>
+T result_of(F&& f) {
+  if constexpr (std::is_void_v<decltype(f())>) {
+    f();
+    return T{};
+  } else {
+    return f();
+  }
+}
 template <typename T>
 T call_named(atomicType op, T* d, T v, T c, int pe) {
   switch (op) {
-    case shmem::AMO_INC:
-      return shmem::atomic_inc(d, pe), T{};
-    case shmem::AMO_SET:
-      return shmem::atomic_set(d, v, pe), T{};
-    case shmem::AMO_ADD:
-      return shmem::atomic_add(d, v, pe), T{};
-    case shmem::AMO_AND:
-      return shmem::atomic_and(d, v, pe), T{};
-    case shmem::AMO_OR:
-      return shmem::atomic_or(d, v, pe), T{};
-    case shmem::AMO_XOR:
-      return shmem::atomic_xor(d, v, pe), T{};
-    case shmem::AMO_FETCH:
-      return shmem::atomic_fetch(static_cast<const T*>(d), pe);
-    case shmem::AMO_FETCH_INC:
-      return shmem::atomic_fetch_inc(d, pe);
-    case shmem::AMO_FETCH_ADD:
-      return shmem::atomic_fetch_add(d, v, pe);
-    case shmem::AMO_FETCH_AND:
-      return shmem::atomic_fetch_and(d, v, pe);
-    case shmem::AMO_FETCH_OR:
-      return shmem::atomic_fetch_or(d, v, pe);
-    case shmem::AMO_FETCH_XOR:
-      return shmem::atomic_fetch_xor(d, v, pe);
-    case shmem::AMO_SWAP:
-      return shmem::atomic_swap(d, v, pe);
+#define MORI_TEST_NAMED_VALUE(code, api) \
+  case shmem::code:                      \
+    return result_of<T>([&] { return shmem::api(d, v, pe); });
+#define MORI_TEST_NAMED_UNIT(code, api) \
+  case shmem::code:                     \
+    return result_of<T>([&] { return shmem::api(d, pe); });
+#define MORI_TEST_NAMED_READ(code, api) \
+  case shmem::code:                     \
+    return shmem::api(static_cast<const T*>(d), pe);
+#define MORI_TEST_NAMED_COMPARE(code, api) \
+  case shmem::code:                        \
+    return shmem::api(d, c, v, pe);
+#define MORI_TEST_NAMED_NONE(code, api)
+#define MORI_TEST_NAMED(code, number, kind, arg, fetch, form, api, ...) \
+  MORI_TEST_NAMED_##form(code, api)
+    MORI_FOR_EACH_AMO(MORI_TEST_NAMED)
+#undef MORI_TEST_NAMED
+#undef MORI_TEST_NAMED_NONE
+#undef MORI_TEST_NAMED_COMPARE
+#undef MORI_TEST_NAMED_READ
+#undef MORI_TEST_NAMED_UNIT
+#undef MORI_TEST_NAMED_VALUE
     default:
-      return shmem::atomic_compare_swap(d, c, v, pe);
+      throw std::logic_error("no named function for atomic code " + std::to_string(op));
   }
 }
 template <typename T>
@@ -98,17 +111,26 @@ struct Case {
   atomicType op;
   bool compare_hits;  // AMO_COMPARE_SWAP: whether `compare` equals the old value
 };
-constexpr atomicType kNamedOps[] = {
-    shmem::AMO_INC,       shmem::AMO_SET,       shmem::AMO_ADD,        shmem::AMO_AND,
-    shmem::AMO_OR,        shmem::AMO_XOR,       shmem::AMO_FETCH,      shmem::AMO_FETCH_INC,
-    shmem::AMO_FETCH_ADD, shmem::AMO_FETCH_AND, shmem::AMO_FETCH_OR,   shmem::AMO_FETCH_XOR,
-    shmem::AMO_SWAP,      shmem::AMO_SIGNAL,    shmem::AMO_SIGNAL_SET, shmem::AMO_SIGNAL_ADD};
+// Every operation of MORI_FOR_EACH_AMO (not the ABI's markers), and whether it has a named device
+// function (the signal codes are reached through the generic calls only).
+struct Op {
+  atomicType op;
+  bool named;
+};
+constexpr Op kOps[] = {
+#define MORI_TEST_OP(code, number, kind, arg, fetch, form, ...) \
+  {shmem::code, std::string_view(#form) != "NONE"},
+    MORI_FOR_EACH_AMO(MORI_TEST_OP)
+#undef MORI_TEST_OP
+};
 std::vector<Case> cases(bool generic) {
   std::vector<Case> all;
-  for (atomicType op : kNamedOps)
-    if (generic || op < shmem::AMO_SIGNAL || op > shmem::AMO_SIGNAL_ADD) all.push_back({op, false});
-  all.push_back({shmem::AMO_COMPARE_SWAP, true});
-  all.push_back({shmem::AMO_COMPARE_SWAP, false});
+  for (const Op& o : kOps) {
+    if (o.op == shmem::AMO_ACK || o.op == shmem::AMO_END_OF_NONFETCH) continue;  // markers
+    if (!generic && !o.named) continue;
+    all.push_back({o.op, false});
+    if (o.op == shmem::AMO_COMPARE_SWAP) all.push_back({o.op, true});
+  }
   return all;
 }
 
@@ -163,8 +185,7 @@ void run_each_op(const Session& s, bool generic) {
   REQUIRE(all_ranks(bad.empty()));
 }
 
-// ---- contention
-// ------------------------------------------------------------------------------------------------
+// ---- contention ---------------------------------------------------------------------------------
 constexpr unsigned kBlockThreads = 64;
 // 4 x 64 threads per PE; over RDMA 1 x 64: on the host backend the software NIC is one thread
 // among all the lanes on two cores, and the emulated 32-bit atomics of BNXT and Ionic turn each
@@ -300,8 +321,7 @@ void run_bitwise(const Session& s) {
   }
 }
 
-// ---- checks
-// ------------------------------------------------------------------------------------------------
+// ---- checks -------------------------------------------------------------------------------------
 template <typename T>
 void run_bad_arguments(const Session& s) {
   GuardedSlots<T> slot(1, 2);
@@ -343,19 +363,19 @@ void run_bad_arguments(const Session& s) {
       expect_device_failure(
           [&] { shmem::atomic_nonfetch(d, 1, op, pe); },
           want("atomic_nonfetch", "a non-fetching operation: use AMO_INC..SIGNAL_ADD"),
-          shmem::DeviceErrorCode::kBadArgument, pe, d);
+          state::DeviceErrorCode::kBadArgument, pe, d);
     if (code < shmem::AMO_FETCH || code > shmem::AMO_COMPARE_SWAP)
       expect_device_failure(
           [&] { shmem::atomic_fetch_op(d, 1, 7, op, pe); },
           want("atomic_fetch_op", "a fetching operation: use AMO_FETCH..AMO_COMPARE_SWAP"),
-          shmem::DeviceErrorCode::kBadArgument, pe, d);
+          state::DeviceErrorCode::kBadArgument, pe, d);
   }
   T* misaligned = reinterpret_cast<T*>(reinterpret_cast<char*>(d) + sizeof(T) / 2);
   expect_device_failure([&] { shmem::atomic_fetch_add(misaligned, 1, pe); },
                         "atomic_fetch_add: address " + hex_text(misaligned) +
                             " is not aligned to " + std::to_string(sizeof(T)) + " bytes (PE " +
                             std::to_string(pe) + ")",
-                        shmem::DeviceErrorCode::kBadAddress, pe, misaligned);
+                        state::DeviceErrorCode::kBadAddress, pe, misaligned);
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(*d == T{7});  // no failed call touched the target
   REQUIRE(shmem::barrier_all() == 0);

@@ -12,6 +12,8 @@
 
 #include "device_harness.hpp"
 
+namespace state = mori::state;
+
 namespace shmem = mori::shmem;
 using namespace mori::test;
 using mori::Block, mori::Thread, mori::Warp;
@@ -169,7 +171,7 @@ TEST_CASE_TEMPLATE("barrier_all: a barrier one PE never reaches times out on the
   REQUIRE(shmem::barrier_all() == 0);
   if (s.me != 0) {  // PE 0 skips the barrier: it launches nothing
     const std::string err = launch_error({1}, block_for<S>(), [] { shmem::barrier_all<S>(); });
-    shmem::DeviceError& record = *shmem::globalGpuStates.error;
+    state::DeviceError& record = *shmem::globalGpuStates.error;
     CHECK(record.code == 5);
     CHECK(record.pe == s.me);
     // observed is the arrival count: every PE but PE 0, unless one launched after the deadline.

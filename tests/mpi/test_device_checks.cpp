@@ -14,9 +14,11 @@
 
 #include "device_harness.hpp"
 
+namespace state = mori::state;
+
 namespace shmem = mori::shmem;
 using namespace mori::test;
-using shmem::DeviceErrorCode;
+using state::DeviceErrorCode;
 
 namespace {
 
@@ -44,7 +46,7 @@ void expect_failure(const Expected& e, F&& kernel) {
   const std::string want =
       "mori::host::launch: lane failed: " + e.message + " [block (0,0,0) thread (0,0,0)]";
   CHECK(text == want);
-  shmem::DeviceError* record = shmem::globalGpuStates.error;
+  state::DeviceError* record = shmem::globalGpuStates.error;
   REQUIRE(record != nullptr);
   CHECK(record->code == static_cast<uint32_t>(e.code));
   CHECK(record->pe == e.pe);
@@ -64,7 +66,7 @@ void expect_failure(const Expected& e, F&& kernel) {
 
 // The symmetric heap as the address messages print it.
 std::string heap_text() {
-  const shmem::GpuStates& s = shmem::globalGpuStates;
+  const state::GpuStates& s = shmem::globalGpuStates;
   return "[" + hex(s.heap_base) + ", +" + std::to_string(s.heap_size) + ")";
 }
 std::string outside(const char* call, const void* addr, uint64_t bytes, int pe) {
@@ -124,7 +126,7 @@ TEST_CASE("a PE out of range: put, get, p, g, quiet and fence, in every scope") 
         launch_error({1}, block_for<S>(), [&] { shmem::put_nbi<S>(d, src, 4, 7); });
     CHECK(text.rfind("mori::host::launch: lane failed: " + message + " [block (0,0,0) thread (",
                      0) == 0);
-    shmem::DeviceError* record = shmem::globalGpuStates.error;
+    state::DeviceError* record = shmem::globalGpuStates.error;
     CHECK(record->code == static_cast<uint32_t>(DeviceErrorCode::kBadPe));
     CHECK(std::string(record->message) == message);
     record->code = 0;
@@ -153,7 +155,7 @@ TEST_CASE("an address neither in the heap nor in a registered buffer") {
                  [&] { (void)shmem::g(&x, peer); });
 
   // A range that starts inside the heap and runs past its end.
-  const shmem::GpuStates& st = shmem::globalGpuStates;
+  const state::GpuStates& st = shmem::globalGpuStates;
   int* tail = reinterpret_cast<int*>(st.heap_base + st.heap_size - 8);
   expect_failure({DeviceErrorCode::kBadAddress, peer, a(tail), outside("put", tail, 16, peer)},
                  [&] { shmem::put(tail, src, 4, peer); });
@@ -234,7 +236,7 @@ TEST_CASE("P2P cannot reach a peer's registered buffer, nor an unreachable PE") 
   // put it back.
   auto* transports = const_cast<uint8_t*>(shmem::globalGpuStates.transports);
   const uint8_t saved = transports[peer];
-  transports[peer] = static_cast<uint8_t>(shmem::Transport::kUnreachable);
+  transports[peer] = static_cast<uint8_t>(state::Transport::kUnreachable);
   auto* heap = static_cast<int*>(shmem::malloc(16 * sizeof(int)));
   REQUIRE(heap != nullptr);
   expect_failure(

@@ -9,6 +9,8 @@
 
 #include "wait_helpers.hpp"
 
+namespace state = mori::state;
+
 using namespace mori;  // shmem and the scope tags
 using namespace mori::test;
 
@@ -134,10 +136,10 @@ TEST_CASE("a signal operation other than SIGNAL_SET or SIGNAL_ADD traps, and not
     };
     expect_device_failure(
         [&] { shmem::putmem_signal_nbi(data.slot(0), src, sizeof(src), sig.slot(0), 1, op, pe); },
-        want("putmem_signal_nbi"), shmem::DeviceErrorCode::kBadArgument, pe, sig.slot(0));
+        want("putmem_signal_nbi"), state::DeviceErrorCode::kBadArgument, pe, sig.slot(0));
     expect_device_failure(
         [&] { shmem::put_signal_nbi<Warp>(data.slot(0), src, 8, sig.slot(0), 1, op, pe); },
-        want("put_signal_nbi"), shmem::DeviceErrorCode::kBadArgument, pe, sig.slot(0));
+        want("put_signal_nbi"), state::DeviceErrorCode::kBadArgument, pe, sig.slot(0));
   }
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(data.check_guards({0}).empty());  // no byte of the data arrived
@@ -155,6 +157,6 @@ TEST_CASE("signal_wait_until times out naming the signal, its value and the cond
   expect_device_failure([&] { shmem::signal_wait_until(word, shmem::CMP_EQ, 4); },
                         "signal_wait_until timed out after 200 ms: *" + hex_text(word) +
                             " is 3, waiting for == 4 (PE " + std::to_string(s.me) + ")",
-                        shmem::DeviceErrorCode::kTimeout, s.me, word, observed);
+                        state::DeviceErrorCode::kTimeout, s.me, word, observed);
   REQUIRE(shmem::barrier_all() == 0);  // the PE goes on after a timed-out wait
 }

@@ -13,6 +13,8 @@
 
 #include "device_harness.hpp"
 
+namespace state = mori::state;
+
 namespace shmem = mori::shmem;
 using namespace mori::test;
 
@@ -155,7 +157,7 @@ TEST_CASE("ptr and ptr_p2p from device code: round trips through the heap, and t
       else
         shmem::p(a + s.me, marker(s.me, pe), pe);
     }
-    const shmem::GpuStates& st = shmem::gpu_states();
+    const state::GpuStates& st = state::gpu_states();
     const uint64_t local = reinterpret_cast<uint64_t>(&via_ptr);
     not_symmetric = shmem::ptr_p2p(local, shmem::my_pe(), peer);
     ptr_not_symmetric = shmem::ptr(&via_ptr, peer);

@@ -13,6 +13,8 @@
 
 #include "device_harness.hpp"
 
+namespace state = mori::state;
+
 namespace shmem = mori::shmem;
 using namespace mori::test;
 
@@ -177,7 +179,7 @@ void expect_bad_pe(const char* api, int pe, int n, F&& call) {
                            " is out of range [0, " + std::to_string(n) + ")";
   const std::string err = launch_error({1}, {1}, call);
   CHECK_MESSAGE(err.find(want) != std::string::npos, err);
-  shmem::DeviceError& record = *shmem::globalGpuStates.error;
+  state::DeviceError& record = *shmem::globalGpuStates.error;
   CHECK(record.code == 1);
   CHECK(record.pe == pe);
   CHECK(std::string(record.message) == want);

@@ -11,6 +11,8 @@
 
 #include "wait_helpers.hpp"
 
+namespace state = mori::state;
+
 namespace shmem = mori::shmem;
 namespace platform = mori::platform;
 using namespace mori::test;
@@ -35,8 +37,7 @@ bool holds(Cmp cmp, T seen, T value) {
 template <typename T>
 constexpr bool kIsAmo = shmem::detail::kIsAmoType<T>;  // MORI_FOR_EACH_AMO_TYPE
 
-// ---- test and wait_until on one ivar
-// ------------------------------------------------------------------------------------------------
+// ---- test and wait_until on one ivar ------------------------------------------------------------
 // base + d, wrapping at the type's ends (in signed arithmetic INT_MIN - 1 would be undefined).
 template <typename T>
 T wrap_add(T base, int d) {
@@ -114,8 +115,7 @@ void run_peer_walks(const Session& s, bool with_amo) {
   }
 }
 
-// ---- the array forms
-// ------------------------------------------------------------------------------------------------
+// ---- the array forms ----------------------------------------------------------------------------
 constexpr size_t kN = 8;
 constexpr int kValues[kN] = {7, 3, 7, 9, 7, 0, 12, 7};
 constexpr int kMasks[][kN] = {
@@ -279,22 +279,22 @@ TEST_CASE("a bad comparison, an ivar outside symmetric memory and a misaligned i
   const std::string pe = " (PE " + std::to_string(s.me) + ")";
   expect_device_failure([&] { shmem::wait_until(iv, static_cast<Cmp>(6), 0); },
                         "wait_until: 6 is not a comparison: use CMP_EQ..CMP_GE" + pe,
-                        shmem::DeviceErrorCode::kBadArgument, s.me, iv);
+                        state::DeviceErrorCode::kBadArgument, s.me, iv);
   expect_device_failure([&] { shmem::test_any(iv, 2, nullptr, static_cast<Cmp>(-1), 0); },
                         "test_any: -1 is not a comparison: use CMP_EQ..CMP_GE" + pe,
-                        shmem::DeviceErrorCode::kBadArgument, s.me, iv);
+                        state::DeviceErrorCode::kBadArgument, s.me, iv);
   uint64_t local = 0;  // satisfied, but not symmetric: nobody else could ever write it
-  const shmem::GpuStates& st = shmem::globalGpuStates;
+  const state::GpuStates& st = shmem::globalGpuStates;
   expect_device_failure([&] { shmem::wait_until(&local, shmem::CMP_EQ, 0); },
                         "wait_until: address " + hex_text(&local) + " (8 bytes) for PE " +
                             std::to_string(s.me) + " is neither in the symmetric heap [" +
                             hex_text(reinterpret_cast<void*>(st.heap_base)) + ", +" +
                             std::to_string(st.heap_size) + ") nor in a registered buffer",
-                        shmem::DeviceErrorCode::kBadAddress, s.me, &local);
+                        state::DeviceErrorCode::kBadAddress, s.me, &local);
   auto* odd = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(iv) + 2);
   expect_device_failure([&] { shmem::test_all(odd, 2, nullptr, shmem::CMP_EQ, 0); },
                         "test_all: address " + hex_text(odd) + " is not aligned to 4 bytes" + pe,
-                        shmem::DeviceErrorCode::kBadAddress, s.me, odd);
+                        state::DeviceErrorCode::kBadAddress, s.me, odd);
   REQUIRE(shmem::barrier_all() == 0);
 }
 
@@ -310,7 +310,7 @@ TEST_CASE("waits that never come true time out naming the ivar, its value and th
   const std::string head = " timed out after 200 ms: *", pe = " (PE " + std::to_string(s.me) + ")";
   auto expect_timeout = [&](auto kernel, const std::string& message, const void* at,
                             uint64_t observed) {
-    expect_device_failure(kernel, message, shmem::DeviceErrorCode::kTimeout, s.me, at, observed);
+    expect_device_failure(kernel, message, state::DeviceErrorCode::kTimeout, s.me, at, observed);
     REQUIRE(shmem::barrier_all() == 0);  // the PE goes on: barriers and, at the end, finalize
   };
   expect_timeout([&] { shmem::wait_until(iv, shmem::CMP_EQ, 7); },

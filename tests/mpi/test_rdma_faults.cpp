@@ -9,9 +9,11 @@
 #include "device_harness.hpp"
 #include "rdma_env.hpp"
 
+namespace state = mori::state;
+
 namespace shmem = mori::shmem;
 using namespace mori::test;
-using shmem::DeviceErrorCode;
+using state::DeviceErrorCode;
 
 namespace {
 
@@ -58,7 +60,7 @@ TEST_CASE("rdma faults: an error completion traps with the syndrome, PE and queu
   CHECK_MESSAGE(contains(failure, expected), failure);
   CHECK_MESSAGE(contains(failure, queue_text(peer, shmem::num_qp_per_pe(), 10, 5)), failure);
   CHECK_MESSAGE(contains(failure, "(PE " + std::to_string(peer) + ")"), failure);
-  const shmem::DeviceError* record = shmem::globalGpuStates.error;
+  const state::DeviceError* record = shmem::globalGpuStates.error;
   CHECK(record->code == static_cast<uint32_t>(DeviceErrorCode::kCompletionError));
   CHECK(record->pe == peer);
   CHECK(record->qp == softnic_qpn(peer, 0, shmem::num_qp_per_pe()));
@@ -99,7 +101,7 @@ TEST_CASE("rdma faults: a dropped completion makes quiet time out with the queue
   CHECK(shmem::globalGpuStates.error->sq_completed == 3);
   CHECK(ms >= 300);
   CHECK(ms < 20000);
-  const_cast<shmem::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
+  const_cast<state::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
   REQUIRE(all_ranks(!failure.empty()));
 }
 
@@ -141,6 +143,6 @@ TEST_CASE("rdma faults: a wrong rkey completes with a remote access error naming
   CHECK_MESSAGE(contains(failure, queue_text(peer, shmem::num_qp_per_pe(), 1, 0)), failure);
   CHECK(shmem::globalGpuStates.error->code ==
         static_cast<uint32_t>(DeviceErrorCode::kCompletionError));
-  const_cast<shmem::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
+  const_cast<state::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
   REQUIRE(all_ranks(!failure.empty()));
 }

@@ -13,6 +13,8 @@
 
 #include "device_harness.hpp"
 
+namespace state = mori::state;
+
 namespace mori::test {
 
 // The integer types among the 11 element types (the wait and test families' domain), as a tuple
@@ -40,12 +42,12 @@ inline std::string hex_text(const void* p) {
 // record must hold too, with `code`, `pe` and `address` (and `observed`, when given). Clears the
 // record afterwards, so that the session can go on and finalize.
 template <typename F>
-void expect_device_failure(F&& kernel, const std::string& message, shmem::DeviceErrorCode code,
+void expect_device_failure(F&& kernel, const std::string& message, state::DeviceErrorCode code,
                            int pe, const void* address,
                            std::optional<uint64_t> observed = std::nullopt) {
   const std::string err = launch_error({1}, {1}, kernel);
   CHECK(err == "mori::host::launch: lane failed: " + message + " [block (0,0,0) thread (0,0,0)]");
-  shmem::DeviceError& record = *shmem::globalGpuStates.error;
+  state::DeviceError& record = *shmem::globalGpuStates.error;
   CHECK(record.code == static_cast<uint32_t>(code));
   CHECK(std::string(record.message) == message);
   CHECK(record.pe == pe);

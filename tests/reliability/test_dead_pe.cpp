@@ -11,6 +11,8 @@
 #include "mori/host/launch.hpp"
 #include "mori/shmem/device_api.hpp"
 
+namespace state = mori::state;
+
 namespace shmem = mori::shmem;
 using namespace mori::test;
 
@@ -19,7 +21,7 @@ namespace {
 // A device-error record that a trapped launch left, as the test saw it; cleared for the next
 // launch.
 uint32_t take_error_code(uint64_t* observed = nullptr) {
-  shmem::DeviceError& record = *shmem::globalGpuStates.error;
+  state::DeviceError& record = *shmem::globalGpuStates.error;
   const uint32_t code = record.code;
   if (observed) *observed = record.observed;
   record.code = 0;
@@ -58,14 +60,14 @@ void run_killed_pe(int victim, const std::string& finalize_error, const char* di
         FAULT_EQ(waited.message(),
                  lane_failure("wait_until timed out after 300 ms: *" + hex_text(flag) +
                               " is 0, waiting for == 1 (PE " + std::to_string(rank) + ")"));
-        FAULT_CHECK(take_error_code() == uint32_t(shmem::DeviceErrorCode::kTimeout));
+        FAULT_CHECK(take_error_code() == uint32_t(state::DeviceErrorCode::kTimeout));
 
         // The device barrier counts arrivals: the victim's never comes. The other survivor's may
         // come after this PE's deadline on a loaded machine, so the count is 1 or 2 of 3.
         const mori::Status barrier =
             mori::host::launch({1}, {1}, [] { shmem::barrier_all<mori::Thread>(); });
         uint64_t arrived = 0;
-        FAULT_CHECK(take_error_code(&arrived) == uint32_t(shmem::DeviceErrorCode::kTimeout));
+        FAULT_CHECK(take_error_code(&arrived) == uint32_t(state::DeviceErrorCode::kTimeout));
         FAULT_CHECK(arrived == 1 || arrived == 2);
         FAULT_EQ(barrier.message(),
                  lane_failure("barrier_all timed out after 300 ms: " + std::to_string(arrived) +
@@ -84,7 +86,7 @@ void run_killed_pe(int victim, const std::string& finalize_error, const char* di
                                 "WQE 1, qp " +
                                 std::to_string(qp) + " posted 2, completed 1, cq consumed 0 (PE " +
                                 std::to_string(victim) + ")"));
-          FAULT_CHECK(take_error_code() == uint32_t(shmem::DeviceErrorCode::kCompletionError));
+          FAULT_CHECK(take_error_code() == uint32_t(state::DeviceErrorCode::kCompletionError));
         }
 
         // finalize does not hang: it fails at its barrier, names the dead PE and tears down anyway.

@@ -5,14 +5,16 @@
 
 #include <cstdint>
 
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
+
+namespace state = mori::state;
 
 namespace mori::test {
 
 struct DeviceStateGuard {
-  shmem::DeviceError record{};
+  state::DeviceError record{};
   uint64_t saved_timeout;
-  shmem::DeviceError* saved_error;
+  state::DeviceError* saved_error;
   explicit DeviceStateGuard(uint64_t timeout_ns)
       : saved_timeout(shmem::globalGpuStates.timeout_ns),
         saved_error(shmem::globalGpuStates.error) {

@@ -9,8 +9,8 @@
 #include "runtime/device_error.hpp"
 
 using mori::runtime::describe_device_error;
-using mori::shmem::DeviceError;
-using mori::shmem::DeviceErrorCode;
+using mori::state::DeviceError;
+using mori::state::DeviceErrorCode;
 
 namespace {
 DeviceError record(DeviceErrorCode code, int pe, uint64_t address, uint64_t observed) {

@@ -178,7 +178,7 @@ TEST_CASE("env: the RDMA variables") {
   {
     ScopedEnv scope({});
     const env::Settings s = must_load();
-    CHECK(s.device_nic == mori::shmem::Nic::kNone);
+    CHECK(s.device_nic == mori::state::Nic::kNone);
     CHECK(s.rdma_sq_wqes == 256);
     CHECK(s.ib_gid_index == -1);
     CHECK(s.pes_per_node == 0);
@@ -188,7 +188,7 @@ TEST_CASE("env: the RDMA variables") {
                    {"MORI_IB_GID_INDEX", "0"},
                    {"MORI_SHMEM_PES_PER_NODE", "8"}});
   const env::Settings s = must_load();
-  CHECK(s.device_nic == mori::shmem::Nic::kIonic);
+  CHECK(s.device_nic == mori::state::Nic::kIonic);
   CHECK(s.rdma_sq_wqes == 64);
   CHECK(s.ib_gid_index == 0);
   CHECK(s.pes_per_node == 8);

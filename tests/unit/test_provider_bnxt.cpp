@@ -112,7 +112,7 @@ struct alignas(16) Slot {
 struct TestQp {
   std::vector<Slot> sq, cq;
   uint64_t db = 0, cq_db = 0;
-  mori::transport::RdmaEndpoint ep{};
+  mori::state::RdmaEndpoint ep{};
   TestQp(uint32_t wqes, uint32_t cqes) : sq(wqes * 8 + (wqes + 1) / 2), cq(cqes * 2) {
     ep.sq = sq.front().b, ep.cq = cq.front().b, ep.db = &db;
     ep.cq_dbr = reinterpret_cast<uint32_t*>(&cq_db);

@@ -78,7 +78,7 @@ const std::pair<int, Bytes> kRdmaBody{
 struct Endpoint {
   std::array<uint64_t, 8> dbpage{};
   std::vector<uint8_t> cq;
-  mori::transport::RdmaEndpoint ep{};
+  mori::state::RdmaEndpoint ep{};
   explicit Endpoint(uint32_t cq_entries) : cq(cq_entries * Ionic::kCqeBytes, 0) {
     ep.db = &dbpage[2];
     ep.cq = cq.data();

@@ -65,7 +65,7 @@ Wqebb post(const WorkRequest& wr) {
   return w;
 }
 
-// ---- the oracle: rdma-core's structs and helpers, filled as qp.c fills them ----
+// ---- the oracle: rdma-core's structs and helpers, filled as qp.c fills them ---------------------
 uint8_t oracle_fm_ce_se(const WorkRequest& wr) {
   return (wr.fence ? MLX5_WQE_CTRL_FENCE : 0) | (wr.signaled ? MLX5_WQE_CTRL_CQ_UPDATE : 0);
 }
@@ -150,7 +150,7 @@ struct Qp {
   uint32_t dbr[2] = {};
   uint64_t db = 0;
   uint64_t produced = 0;
-  mori::transport::RdmaEndpoint ep{};
+  mori::state::RdmaEndpoint ep{};
   Qp() {
     cq[63] = MLX5_CQE_INVALID << 4;  // mlx5_alloc_cq_buf
     ep.sq = sq, ep.cq = cq, ep.dbr = dbr, ep.db = &db;

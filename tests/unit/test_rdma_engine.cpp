@@ -17,7 +17,7 @@
 #include "mori/host/launch.hpp"
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
 #include "mori/transport/rdma_engine.hpp"
 
 namespace mp = mori::provider;
@@ -25,7 +25,7 @@ namespace plat = mori::platform;
 using mori::host::launch;
 using mori::softnic::Codec;
 using mori::softnic::CompletionStatus;
-using mori::transport::RdmaEndpoint;
+using mori::state::RdmaEndpoint;
 using mori::transport::RdmaEngine;
 using mp::Opcode;
 using mp::WorkRequest;
@@ -308,7 +308,7 @@ void error_completion() {
   CHECK(message.find("qp 7 posted ") != std::string::npos);
   CHECK(message.find(", cq consumed ") != std::string::npos);
   CHECK(message.find("(PE 1)") != std::string::npos);
-  CHECK(state.record.code == static_cast<uint32_t>(mori::shmem::DeviceErrorCode::kCompletionError));
+  CHECK(state.record.code == static_cast<uint32_t>(mori::state::DeviceErrorCode::kCompletionError));
   CHECK(state.record.pe == kPe);
   CHECK(state.record.qp == kQpn);
   CHECK(state.record.sq_posted > 300);
@@ -341,7 +341,7 @@ void dropped_completion() {
       std::to_string(consumed) + " (PE 1)";
   MESSAGE(status.message());
   CHECK(status.message().find(expected) != std::string::npos);
-  CHECK(state.record.code == static_cast<uint32_t>(mori::shmem::DeviceErrorCode::kTimeout));
+  CHECK(state.record.code == static_cast<uint32_t>(mori::state::DeviceErrorCode::kTimeout));
   CHECK(state.record.message == expected);
   CHECK(state.record.qp == kQpn);
   CHECK(state.record.sq_posted == 10);

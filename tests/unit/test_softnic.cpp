@@ -21,14 +21,14 @@
 #include "mori/provider/bnxt.hpp"
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
-#include "mori/shmem/gpu_states.hpp"
+#include "mori/state/gpu_states.hpp"
 #include "mori/transport/rdma_engine.hpp"
 
 namespace mp = mori::provider;
 namespace sn = mori::softnic;
 namespace plat = mori::platform;
 using mori::host::launch;
-using mori::transport::RdmaEndpoint;
+using mori::state::RdmaEndpoint;
 using mori::transport::RdmaEngine;
 using mp::Opcode;
 using mp::WorkRequest;
@@ -232,7 +232,7 @@ void one_error(Make make_bad, const char* text, const char* nic_reason) {
   MESSAGE(failure);
   CHECK(failure.find(std::string("error completion: ") + text) != std::string::npos);
   CHECK(failure.find("qp 7 posted 2, completed 0") != std::string::npos);
-  CHECK(state.record.code == uint32_t(mori::shmem::DeviceErrorCode::kCompletionError));
+  CHECK(state.record.code == uint32_t(mori::state::DeviceErrorCode::kCompletionError));
   rig.nic->stop();
   MESSAGE(rig.nic->qp_error(0));
   CHECK(rig.nic->qp_error(0).find(nic_reason) != std::string::npos);
@@ -417,7 +417,7 @@ TEST_CASE("softnic: MORI_SOFTNIC_FAULT syntax") {
     CHECK(s.message().find("MORI_SOFTNIC_FAULT") == 0);
   }
   FaultEnv env("bogus:1");
-  mori::transport::RdmaEndpoint ep{};
+  mori::state::RdmaEndpoint ep{};
   sn::SoftNic nic(sn::mlx5_codec(), {{&ep, 1}}, {});
   const mori::Status s = nic.start();
   CHECK(!s.ok());

@@ -5,8 +5,8 @@
 #include <cstdint>
 
 // The 11 element types of the typed RMA, atomic and wait families: X(c_type, abi_name).
-// Note: on every supported target int8_t is signed char, so `int8` and `schar` name the same C++
-// type.
+// Note: on every supported target int8_t is signed char, so `int8` and `schar` name the same
+// C++ type.
 #define MORI_FOR_EACH_TYPE(X) \
   X(uint8_t, uint8)           \
   X(int8_t, int8)             \
@@ -20,8 +20,8 @@
   X(float, float)             \
   X(double, double)
 
-// The C type names of the single-value `_p` / `_g` family (mori-device-abi.md): X(c_type,
-// abi_name).
+// The C type names of the single-value `_p` / `_g` family (the device ABI spec, docs/bitcode.md):
+// X(c_type, abi_name).
 #define MORI_FOR_EACH_P_TYPE(X)    \
   X(int, int)                      \
   X(long, long)                    \
@@ -68,6 +68,6 @@ using AmoTypes = detail::DropFirst<void MORI_FOR_EACH_AMO_TYPE(MORI_TYPE_ENTRY_)
 #undef MORI_TYPE_ENTRY_
 
 static_assert(ElementTypes::kSize == 11,
-              "the typed families cover exactly the 11 types of mori-device-abi.md");
+              "the typed families cover exactly the 11 types of the device ABI spec");
 
 }  // namespace mori

@@ -1,12 +1,11 @@
 // Backend selection and the attribute macros every device header uses.
 //
-// This file and its siblings in platform/ are the only code that knows which backend it is compiled
-// for:
+// This file and its siblings in platform/ are the only code that knows which backend it is
+// compiled for:
 //   - clang in HIP mode (`-x hip`, both the device and the host pass): the amdgcn backend. Device
-//   functions carry
-//     clang's `device` attribute and are only code-generated for amdgcn.
+//     functions carry clang's `device` attribute and are only code-generated for amdgcn.
 //   - any other compiler pass with MORI_BACKEND_HOST: the host backend, where device code runs on
-//   CPU threads.
+//     CPU threads.
 // HIP's own names (__device__, __global__, threadIdx, warpSize, ...) are never defined here, so
 // users can include <hip/hip_runtime.h> and <mori/shmem.hpp> in either order.
 #pragma once
@@ -26,8 +25,8 @@
 #define MORI_DEVICE_VAR __attribute__((device))
 #define MORI_KERNEL extern "C" __attribute__((global))
 #if defined(__HIP_DEVICE_COMPILE__)
-#define MORI_DEVICE_PASS \
-  1  // code generation for amdgcn is under way (not the host pass of a HIP file)
+// Code generation for amdgcn is under way (not the host pass of a HIP file).
+#define MORI_DEVICE_PASS 1
 #endif
 #elif defined(MORI_BACKEND_HOST)
 #define MORI_ON_HOST 1
@@ -55,7 +54,7 @@
 #endif
 #endif
 
-// The failure paths of device calls (shmem::fail and what feeds it). In release GPU builds a
+// The failure paths of device calls (state::fail and what feeds it). In release GPU builds a
 // failure only records a few words and traps, and it is forced inline: an out-of-line call, even
 // on a path never taken, makes the caller save registers to scratch around it. Where failures are
 // described (checks on, the host) the message code is too big to inline everywhere.

@@ -30,8 +30,9 @@
 
 #include "mori/platform.hpp"
 #include "mori/provider/bnxt_defs.hpp"
+#include "mori/provider/concepts.hpp"
 #include "mori/provider/work_request.hpp"
-#include "mori/transport/rdma_endpoint.hpp"
+#include "mori/state/rdma_endpoint.hpp"
 
 namespace mori::provider {
 
@@ -105,7 +106,7 @@ struct Bnxt {
 
   // The SQ doorbell announcing entries [.., next_index): the ring position and the epoch of the
   // producer index, as bnxt_re_ring_sq_db builds it (type SQ, qid = the QP number).
-  MORI_DEVICE static bnxt::bnxt_re_db_hdr sq_doorbell(const transport::RdmaEndpoint& ep,
+  MORI_DEVICE static bnxt::bnxt_re_db_hdr sq_doorbell(const state::RdmaEndpoint& ep,
                                                       uint64_t next_index) {
     return bnxt::bnxt_re_init_db_hdr(bnxt::db_index_epoch(next_index, ep.sq_wqes), ep.qpn, 0,
                                      bnxt::BNXT_RE_QUE_TYPE_SQ);
@@ -113,7 +114,7 @@ struct Bnxt {
 
   // Makes entries [.., next_index) visible to the NIC. BNXT has no doorbell record, and no
   // BlueFlame-style copy of the last WQE, so only the register is written.
-  MORI_DEVICE static void ring_doorbell(transport::RdmaEndpoint& ep, uint64_t next_index,
+  MORI_DEVICE static void ring_doorbell(state::RdmaEndpoint& ep, uint64_t next_index,
                                         const void* /*last_wqe*/) {
     ring(ep.db, sq_doorbell(ep, next_index));
   }
@@ -123,7 +124,7 @@ struct Bnxt {
   // completed_through - 1 is the WQE that failed (con_indx points past it, as on success).
   // Precondition: ep.completed includes every completed_through returned before; the caller
   // holds the CQ. When it consumed anything and ep.cq_dbr is set, rings the CQ doorbell.
-  MORI_DEVICE static CqPoll poll_cq(transport::RdmaEndpoint& ep) {
+  MORI_DEVICE static CqPoll poll_cq(state::RdmaEndpoint& ep) {
     CqPoll poll{};
     poll.completed_through = ep.completed;
     poll.status_text = bnxt::req_status_text(bnxt::BNXT_RE_REQ_ST_OK);
@@ -167,28 +168,27 @@ struct Bnxt {
     return poll;
   }
 
-  // ---- per-WQE PSN bookkeeping (MSN table)
-  // ------------------------------------------------------- With
-  // BNXT_RE_COMP_MASK_UCNTX_MSN_TABLE_ENABLED the NIC finds a WQE by PSN through one 8-byte entry
-  // per WQE after the SQ ring (que->pad; bnxt_re_fill_psns_for_msntbl). A WQE's start PSN is the
-  // sum of the packets of every WQE before it, which needs shared state: the engine reserves PSNs
-  // together with the WQE index, writes the entry with post_msn and then rings the doorbell.
+  // ---- per-WQE PSN bookkeeping (MSN table) ------------------------------------------------------
+  // With BNXT_RE_COMP_MASK_UCNTX_MSN_TABLE_ENABLED the NIC finds a WQE by PSN through one 8-byte
+  // entry per WQE after the SQ ring (que->pad; bnxt_re_fill_psns_for_msntbl). A WQE's start PSN is
+  // the sum of the packets of every WQE before it, which needs shared state: the engine reserves
+  // PSNs together with the WQE index, writes the entry with post_msn and then rings the doorbell.
 
   // Packets the WQE sends: ceil(bytes / MTU), at least 1 (bnxt_re_fill_psns_for_msntbl).
-  MORI_DEVICE static uint32_t psn_packets(const transport::RdmaEndpoint& ep, uint32_t bytes) {
+  MORI_DEVICE static uint32_t psn_packets(const state::RdmaEndpoint& ep, uint32_t bytes) {
     const uint32_t mtu = ep.provider_word[kWordMtu];
     const uint32_t packets = (bytes >> __builtin_ctz(mtu)) + ((bytes & (mtu - 1)) != 0 ? 1 : 0);
     return packets == 0 ? 1 : packets;
   }
 
   // Writes the MSN entry of WQE `index`: ring position, next PSN and start PSN (24 bits each).
-  MORI_DEVICE static void post_msn(transport::RdmaEndpoint& ep, uint64_t index, uint32_t start_psn,
+  MORI_DEVICE static void post_msn(state::RdmaEndpoint& ep, uint64_t index, uint32_t start_psn,
                                    uint32_t packets) {
     const uint32_t position = static_cast<uint32_t>(index & (ep.sq_wqes - 1));
     msn_table(ep)[position].start_idx_next_psn_start_psn =
         bnxt::bnxt_re_update_msn_tbl(position, start_psn + packets, start_psn);
   }
-  MORI_DEVICE static bnxt::bnxt_re_msns* msn_table(transport::RdmaEndpoint& ep) {
+  MORI_DEVICE static bnxt::bnxt_re_msns* msn_table(state::RdmaEndpoint& ep) {
     return reinterpret_cast<bnxt::bnxt_re_msns*>(ep.sq + uint64_t{ep.sq_wqes} * kWqeBytes);
   }
 
@@ -197,14 +197,13 @@ struct Bnxt {
   // entry only after the doorbell announces it), and the in-order submitter turns the batch's
   // counts into entries, carrying the next PSN in ep.provider_state (24 bits, from 0: the QP's
   // initial send PSN, which the runtime sets to 0 when it connects the QP).
-  MORI_DEVICE static void note_wqe(transport::RdmaEndpoint& ep, const WorkRequest& wr) {
+  MORI_DEVICE static void note_wqe(state::RdmaEndpoint& ep, const WorkRequest& wr) {
     const uint32_t bytes =
         wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap ? 8u : wr.bytes;
     msn_table(ep)[wr.index & (ep.sq_wqes - 1)].start_idx_next_psn_start_psn =
         le64::from(psn_packets(ep, bytes));
   }
-  MORI_DEVICE static void prepare_submit(transport::RdmaEndpoint& ep, uint64_t base,
-                                         uint64_t next) {
+  MORI_DEVICE static void prepare_submit(state::RdmaEndpoint& ep, uint64_t base, uint64_t next) {
     uint32_t psn = ep.provider_state;
     for (uint64_t i = base; i < next; ++i) {
       const uint32_t packets = static_cast<uint32_t>(
@@ -256,5 +255,6 @@ struct Bnxt {
     return base + ((con_indx - base - 1) & mask) + 1;
   }
 };
+static_assert(NicProvider<Bnxt>);
 
 }  // namespace mori::provider

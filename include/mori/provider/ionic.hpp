@@ -39,9 +39,10 @@
 #include <cstdint>
 
 #include "mori/platform.hpp"
+#include "mori/provider/concepts.hpp"
 #include "mori/provider/ionic_defs.hpp"
 #include "mori/provider/work_request.hpp"
-#include "mori/transport/rdma_endpoint.hpp"
+#include "mori/state/rdma_endpoint.hpp"
 
 namespace mori::provider {
 
@@ -104,7 +105,7 @@ struct Ionic {
 
   // Announces entries [.., next_index) with one 64-bit write of ionic_dbell_val to the SQ's
   // register. `last_wqe` is unused: Ionic has no doorbell record and no BlueFlame copy.
-  MORI_DEVICE static void ring_doorbell(transport::RdmaEndpoint& ep, uint64_t next_index,
+  MORI_DEVICE static void ring_doorbell(state::RdmaEndpoint& ep, uint64_t next_index,
                                         const void* last_wqe) {
     (void)last_wqe;
     // Release: rdma-core's udma_to_device_barrier before ionic_dbell_ring. The NIC reads entries
@@ -120,7 +121,7 @@ struct Ionic {
   // 64-bit indices: a 24-bit msn or a 16-bit wqe_idx is extended as the nearest index at or after
   // ep.completed, which the engine's bound on outstanding WQEs makes exact. The caller holds the
   // CQ.
-  MORI_DEVICE static CqPoll poll_cq(transport::RdmaEndpoint& ep) {
+  MORI_DEVICE static CqPoll poll_cq(state::RdmaEndpoint& ep) {
     using platform::MemOrder, platform::MemScope;
     const uint64_t start =
         platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&ep.cq_consumed);
@@ -149,6 +150,10 @@ struct Ionic {
     }
     return out;
   }
+
+  // The engine's hooks (provider/concepts.hpp): no per-WQE bookkeeping.
+  MORI_DEVICE static void note_wqe(state::RdmaEndpoint&, const WorkRequest&) {}
+  MORI_DEVICE static void prepare_submit(state::RdmaEndpoint&, uint64_t, uint64_t) {}
 
  private:
   // The entry's header: the SQ index, opcode, SGE count and flags (fence, signal, the pass color).
@@ -188,7 +193,7 @@ struct Ionic {
   }
 
   // One valid CQE into `out`: progress, or the first error (ionic_comp_msn / ionic_comp_npg).
-  MORI_DEVICE static void read_cqe(const transport::RdmaEndpoint& ep, const ionic_v1_cqe& cqe,
+  MORI_DEVICE static void read_cqe(const state::RdmaEndpoint& ep, const ionic_v1_cqe& cqe,
                                    uint32_t qtf, CqPoll& out) {
     const uint8_t type = ionic_v1_cqe_qtf_type(qtf);
     const uint64_t ref = out.completed_through;
@@ -222,12 +227,13 @@ struct Ionic {
 
   // Tells the NIC the CQ slots before `consumed` are free (ionic_reserve_sync_cq), or it reports
   // a CQ overflow; once per poll that consumed something.
-  MORI_DEVICE static void ring_cq_doorbell(transport::RdmaEndpoint& ep, uint64_t consumed) {
+  MORI_DEVICE static void ring_cq_doorbell(state::RdmaEndpoint& ep, uint64_t consumed) {
     if (ep.cq_dbr == nullptr) return;
     platform::atomic_store<platform::MemOrder::Release, platform::MemScope::System>(
         reinterpret_cast<uint64_t*>(ep.cq_dbr),
         le64::from(ionic_dbell_val(ep.cqn, consumed, ep.cq_entries)).raw);
   }
 };
+static_assert(NicProvider<Ionic>);
 
 }  // namespace mori::provider

@@ -28,9 +28,10 @@
 #include <cstdint>
 
 #include "mori/platform.hpp"
+#include "mori/provider/concepts.hpp"
 #include "mori/provider/mlx5_defs.hpp"
 #include "mori/provider/work_request.hpp"
-#include "mori/transport/rdma_endpoint.hpp"
+#include "mori/state/rdma_endpoint.hpp"
 
 namespace mori::provider {
 
@@ -131,7 +132,7 @@ struct Mlx5 {
   // one past the last WQE; the doorbell record keeps its low 16 bits (rdma-core's
   // `cur_post & 0xffff`), big-endian. `last_wqe` is that last WQE (index next_index - 1): its
   // first 8 bytes are the doorbell value (mmio_write64_be of the ctrl segment).
-  MORI_DEVICE static void ring_doorbell(transport::RdmaEndpoint& ep, uint64_t next_index,
+  MORI_DEVICE static void ring_doorbell(state::RdmaEndpoint& ep, uint64_t next_index,
                                         const void* last_wqe) {
     using platform::MemOrder, platform::MemScope;
     // Release (udma_to_device_barrier): the NIC may fetch WQEs as soon as it sees the record, so
@@ -152,7 +153,7 @@ struct Mlx5 {
   // nearest index at or after ep.completed - 1. advanced = 1 when that is beyond ep.completed. An
   // error CQE reports its syndrome (status = syndrome | vendor_err_synd << 8) on every poll: the
   // QP is then in error and stays so. Writes nothing; the caller holds the CQ.
-  MORI_DEVICE static CqPoll poll_cq(transport::RdmaEndpoint& ep) {
+  MORI_DEVICE static CqPoll poll_cq(state::RdmaEndpoint& ep) {
     using platform::MemOrder, platform::MemScope;
     const uint32_t* tail_word = reinterpret_cast<const uint32_t*>(ep.cq + kMlx5CqeTailOffset);
     // Acquire: the NIC writes op_own last; what the CQE says is read after it (rdma-core's
@@ -192,6 +193,10 @@ struct Mlx5 {
     return out;
   }
 
+  // The engine's hooks (provider/concepts.hpp): no per-WQE bookkeeping.
+  MORI_DEVICE static void note_wqe(state::RdmaEndpoint&, const WorkRequest&) {}
+  MORI_DEVICE static void prepare_submit(state::RdmaEndpoint&, uint64_t, uint64_t) {}
+
  private:
   MORI_DEVICE static mlx5_wqe_ctrl_seg ctrl(const WorkRequest& wr, uint8_t opcode, uint8_t opmod,
                                             uint8_t ds) {
@@ -221,5 +226,6 @@ struct Mlx5 {
       platform::store16_global(static_cast<uint8_t*>(wqe) + 16 * i, c.v[i]);
   }
 };
+static_assert(NicProvider<Mlx5>);
 
 }  // namespace mori::provider

@@ -6,8 +6,8 @@
 //   non-fetching  atomic_inc, atomic_add, atomic_set, atomic_and, atomic_or, atomic_xor
 //   fetching      atomic_fetch, atomic_fetch_inc, atomic_fetch_add, atomic_fetch_and,
 //                 atomic_fetch_or, atomic_fetch_xor, atomic_swap, atomic_compare_swap
-//   generic       atomic_nonfetch and atomic_fetch_op take an ABI atomicType code (amo.hpp), for
-//                 the extern "C" layer
+//   generic       atomic_nonfetch and atomic_fetch_op take an ABI atomicType code
+//                 (state/amo.hpp), for the extern "C" layer
 //
 // Ordering: every AMO is atomic with respect to every other AMO on the same location, from any PE,
 // and is otherwise relaxed at system scope. It orders nothing else: a thread that needs its earlier
@@ -22,8 +22,8 @@
 #include <type_traits>
 
 #include "mori/core/types.hpp"
-#include "mori/shmem/amo.hpp"
 #include "mori/shmem/checks.hpp"
+#include "mori/shmem/vocabulary.hpp"
 #include "mori/transport/dispatch.hpp"
 
 namespace mori::shmem {
@@ -37,28 +37,17 @@ constexpr bool in_list(TypeList<Ts...>) {
 template <typename T>
 inline constexpr bool kIsAmoType = in_list<T>(AmoTypes{});
 
-// The ABI's name of an atomic code, for messages; "unknown" outside the table.
-MORI_DEVICE const char* amo_name(atomicType op) {
-  constexpr const char* kNames[] = {
-      "unknown",      "AMO_ACK",       "AMO_INC",       "AMO_SET",
-      "AMO_ADD",      "AMO_AND",       "AMO_OR",        "AMO_XOR",
-      "AMO_SIGNAL",   "SIGNAL_SET",    "SIGNAL_ADD",    "AMO_END_OF_NONFETCH",
-      "AMO_FETCH",    "AMO_FETCH_INC", "AMO_FETCH_ADD", "AMO_FETCH_AND",
-      "AMO_FETCH_OR", "AMO_FETCH_XOR", "AMO_SWAP",      "AMO_COMPARE_SWAP"};
-  const int i = static_cast<int>(op);
-  return i > 0 && i <= AMO_COMPARE_SWAP ? kNames[i] : kNames[0];
-}
-
 // With checks: traps unless `op` is one of the codes the call accepts, described by `expected`;
 // `addr` is the operation's target.
 MORI_DEVICE void check_amo_code(const char* call, atomicType op, bool accepted,
                                 const char* expected, int pe, const void* addr) {
   if constexpr (MORI_DEVICE_CHECKS) {
     if (!accepted) {
-      fail({DeviceErrorCode::kBadArgument, pe, reinterpret_cast<uint64_t>(addr)}, [&](Message& m) {
-        m << call << ": atomic code " << static_cast<int>(op) << " (" << amo_name(op) << ") is not "
-          << expected << " (PE " << pe << ")";
-      });
+      state::fail({state::DeviceErrorCode::kBadArgument, pe, reinterpret_cast<uint64_t>(addr)},
+                  [&](state::Message& m) {
+                    m << call << ": atomic code " << static_cast<int>(op) << " ("
+                      << state::amo_label(op) << ") is not " << expected << " (PE " << pe << ")";
+                  });
     }
   }
 }
@@ -69,7 +58,7 @@ MORI_DEVICE void check_aligned(const char* call, const void* addr, uint64_t alig
   if constexpr (MORI_DEVICE_CHECKS) {
     const uint64_t a = reinterpret_cast<uint64_t>(addr);
     if (a % align) {
-      fail({DeviceErrorCode::kBadAddress, pe, a}, [&](Message& m) {
+      state::fail({state::DeviceErrorCode::kBadAddress, pe, a}, [&](state::Message& m) {
         m << call << ": address " << hex(a) << " is not aligned to " << align << " bytes (PE " << pe
           << ")";
       });
@@ -87,7 +76,7 @@ MORI_DEVICE T amo(const char* call, atomicType op, T* dest, T value, T compare, 
       "the 32- and 64-bit integers every transport can update atomically");
   if constexpr (kIsAmoType<T>) {  // keep a wrong T to the one diagnostic above
     check_aligned(call, dest, sizeof(T), pe);
-    const RemoteTarget t = resolve(call, dest, sizeof(T), pe, qp);
+    const state::RemoteTarget t = resolve(call, dest, sizeof(T), pe, qp);
     return transport::with_transport(
         call, pe, [&]<typename Tr>() { return Tr::template amo<T>(call, op, t, value, compare); });
   } else {
@@ -101,51 +90,49 @@ MORI_DEVICE T amo(const char* call, atomicType op, T* dest, T value, T compare, 
 template <typename T>
 using AmoValue = std::type_identity_t<T>;
 
-// ---- the operations that take one value ------------------------------------------------------
-// X(return type, name, code): the non-fetching ones return void, the fetching ones the old value.
-#define MORI_AMO_VALUE_OPS(X)           \
-  X(void, atomic_add, AMO_ADD)          \
-  X(void, atomic_set, AMO_SET)          \
-  X(void, atomic_and, AMO_AND)          \
-  X(void, atomic_or, AMO_OR)            \
-  X(void, atomic_xor, AMO_XOR)          \
-  X(T, atomic_fetch_add, AMO_FETCH_ADD) \
-  X(T, atomic_fetch_and, AMO_FETCH_AND) \
-  X(T, atomic_fetch_or, AMO_FETCH_OR)   \
-  X(T, atomic_fetch_xor, AMO_FETCH_XOR) \
-  X(T, atomic_swap, AMO_SWAP)
-#define MORI_AMO_VALUE_OP(R, name, code)                                          \
-  template <typename T>                                                           \
-  MORI_DEVICE R name(T* dest, AmoValue<T> value, int pe, int qp = 0) {            \
-    return static_cast<R>(detail::amo<T>(#name, code, dest, value, T{}, pe, qp)); \
+// ---- by name: one function per row of MORI_FOR_EACH_AMO (state/amo.hpp) with a form ------------
+// The row's form gives the parameters:
+//   VALUE    R atomic_<op>(T* dest, value, pe, qp)
+//   UNIT     R atomic_<op>(T* dest, pe, qp)                       inc, fetch_inc
+//   READ     T atomic_fetch(const T* source, pe, qp)              reads the location atomically
+//                                                                 (relaxed, like every AMO)
+//   COMPARE  T atomic_compare_swap(T* dest, cond, value, pe, qp)  writes `value` only if the
+//                                                                 location holds `cond`
+// R is void for the non-fetching operations and the old value (T) for the fetching ones.
+template <typename T, bool kFetch>
+using AmoResult = std::conditional_t<kFetch, T, void>;
+#define MORI_AMO_NAMED(code, number, kind, arg, fetch, form, api, ...) \
+  MORI_AMO_NAMED_##form(code, fetch, api)
+#define MORI_AMO_NAMED_VALUE(code, fetch, api)                                                     \
+  template <typename T>                                                                            \
+  MORI_DEVICE AmoResult<T, fetch> api(T* dest, AmoValue<T> value, int pe, int qp = 0) {            \
+    return static_cast<AmoResult<T, fetch>>(detail::amo<T>(#api, code, dest, value, T{}, pe, qp)); \
   }
-MORI_AMO_VALUE_OPS(MORI_AMO_VALUE_OP)
-#undef MORI_AMO_VALUE_OP
-#undef MORI_AMO_VALUE_OPS
+#define MORI_AMO_NAMED_UNIT(code, fetch, api)                                                     \
+  template <typename T>                                                                           \
+  MORI_DEVICE AmoResult<T, fetch> api(T* dest, int pe, int qp = 0) {                              \
+    return static_cast<AmoResult<T, fetch>>(detail::amo<T>(#api, code, dest, T{1}, T{}, pe, qp)); \
+  }
+#define MORI_AMO_NAMED_READ(code, fetch, api)                                    \
+  template <typename T>                                                          \
+  MORI_DEVICE T api(const T* source, int pe, int qp = 0) {                       \
+    return detail::amo<T>(#api, code, const_cast<T*>(source), T{}, T{}, pe, qp); \
+  }
+#define MORI_AMO_NAMED_COMPARE(code, fetch, api)                                        \
+  template <typename T>                                                                 \
+  MORI_DEVICE T api(T* dest, AmoValue<T> cond, AmoValue<T> value, int pe, int qp = 0) { \
+    return detail::amo<T>(#api, code, dest, value, cond, pe, qp);                       \
+  }
+#define MORI_AMO_NAMED_NONE(code, fetch, api)
+MORI_FOR_EACH_AMO(MORI_AMO_NAMED)
+#undef MORI_AMO_NAMED_NONE
+#undef MORI_AMO_NAMED_COMPARE
+#undef MORI_AMO_NAMED_READ
+#undef MORI_AMO_NAMED_UNIT
+#undef MORI_AMO_NAMED_VALUE
+#undef MORI_AMO_NAMED
 
-// ---- the others ------------------------------------------------------------------------------
-template <typename T>
-MORI_DEVICE void atomic_inc(T* dest, int pe, int qp = 0) {
-  detail::amo<T>("atomic_inc", AMO_INC, dest, T{1}, T{}, pe, qp);
-}
-// Returns the value before the increment.
-template <typename T>
-MORI_DEVICE T atomic_fetch_inc(T* dest, int pe, int qp = 0) {
-  return detail::amo<T>("atomic_fetch_inc", AMO_FETCH_INC, dest, T{1}, T{}, pe, qp);
-}
-// Reads the location atomically (relaxed: it orders nothing, like every AMO).
-template <typename T>
-MORI_DEVICE T atomic_fetch(const T* source, int pe, int qp = 0) {
-  return detail::amo<T>("atomic_fetch", AMO_FETCH, const_cast<T*>(source), T{}, T{}, pe, qp);
-}
-// Writes `value` only if the location holds `cond`; the swap happened iff the result equals cond.
-template <typename T>
-MORI_DEVICE T atomic_compare_swap(T* dest, AmoValue<T> cond, AmoValue<T> value, int pe,
-                                  int qp = 0) {
-  return detail::amo<T>("atomic_compare_swap", AMO_COMPARE_SWAP, dest, value, cond, pe, qp);
-}
-
-// ---- generic, by ABI code ----------------------------------------------------------------------
+// ---- generic, by ABI code -----------------------------------------------------------------------
 // op: AMO_INC, AMO_SET, AMO_ADD, AMO_AND, AMO_OR, AMO_XOR, or a signal code (AMO_SIGNAL and
 // SIGNAL_SET set, SIGNAL_ADD adds). Checked builds trap on any other code.
 template <typename T>

@@ -23,8 +23,8 @@
 #include <type_traits>
 
 #include "mori/core/scope.hpp"
-#include "mori/shmem/spin.hpp"
 #include "mori/shmem/sync.hpp"
+#include "mori/state/spin.hpp"
 #include "mori/transport/dispatch.hpp"
 
 namespace mori::shmem {
@@ -44,11 +44,12 @@ inline constexpr int kBarrierArrivals = 0;
 inline constexpr int kBarrierEpoch = 1;
 inline constexpr int kInternalLaidOutWords = 8;  // words 0-7: this table
 
-MORI_DEVICE uint64_t* internal_word(int word) { return gpu_states().internal + word; }
+MORI_DEVICE uint64_t* internal_word(int word) { return state::gpu_states().internal + word; }
 
 // Word `word` of the internal area on PE `pe`, as a transport addresses it.
-MORI_DEVICE RemoteTarget internal_target(int word, int pe) {
-  const uint64_t offset = reinterpret_cast<uint64_t>(internal_word(word)) - gpu_states().heap_base;
+MORI_DEVICE state::RemoteTarget internal_target(int word, int pe) {
+  const uint64_t offset =
+      reinterpret_cast<uint64_t>(internal_word(word)) - state::gpu_states().heap_base;
   return {{-1, offset}, pe, 0};
 }
 
@@ -63,7 +64,7 @@ MORI_DEVICE void barrier_all_leader() {
   using platform::MemOrder;
   using platform::MemScope;
   constexpr const char* kCall = "barrier_all";
-  const int n = detail::pe_count(), me = detail::this_pe();
+  const int n = state::pe_count(), me = state::this_pe();
   // Prevents a peer from passing the barrier while this PE's puts and AMOs are still in flight:
   // quiet completes them, and on P2P its release fence also orders them (and every earlier store)
   // before the arrival AMOs below, which the waiters' acquire loads pair with.
@@ -73,7 +74,7 @@ MORI_DEVICE void barrier_all_leader() {
   *epoch_word = epoch;
   for (int i = 1; i <= n; ++i) {  // peers first, from the next PE on, so PEs spread their AMOs
     const int pe = (me + i) % n;
-    const RemoteTarget t = internal_target(kBarrierArrivals, pe);
+    const state::RemoteTarget t = internal_target(kBarrierArrivals, pe);
     transport::with_transport(kCall, pe, [&]<typename Tr>() {
       Tr::template amo<uint64_t>(kCall, AMO_SIGNAL_ADD, t, 1, 0);
     });
@@ -83,16 +84,17 @@ MORI_DEVICE void barrier_all_leader() {
   // Acquire: pairs with each PE's release before its arrival AMO, so that what every PE wrote
   // before the barrier is visible here after it (an AMO add continues the release sequence).
   auto count = [&] { return platform::atomic_load<MemOrder::Acquire, MemScope::System>(arrivals); };
-  spin_until([&] { return count() >= target; },
-             [&] {
-               const uint64_t seen = count(), before = target - pes;
-               fail({DeviceErrorCode::kTimeout, me, reinterpret_cast<uint64_t>(arrivals), seen},
-                    [&](Message& m) {
-                      timeout_prefix(m, kCall);
-                      m << (seen > before ? seen - before : 0) << " of " << n
-                        << " PEs arrived (epoch " << epoch << ", PE " << me << ")";
+  state::spin_until([&] { return count() >= target; },
+                    [&] {
+                      const uint64_t seen = count(), before = target - pes;
+                      state::fail({state::DeviceErrorCode::kTimeout, me,
+                                   reinterpret_cast<uint64_t>(arrivals), seen},
+                                  [&](state::Message& m) {
+                                    state::timeout_prefix(m, kCall);
+                                    m << (seen > before ? seen - before : 0) << " of " << n
+                                      << " PEs arrived (epoch " << epoch << ", PE " << me << ")";
+                                  });
                     });
-             });
 }
 
 }  // namespace detail

@@ -7,16 +7,17 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "mori/shmem/address.hpp"
-#include "mori/shmem/device_error.hpp"
+#include "mori/shmem/vocabulary.hpp"
+#include "mori/state/address.hpp"
+#include "mori/state/device_error.hpp"
 
 namespace mori::shmem::detail {
 
 MORI_DEVICE void check_pe(const char* call, int pe) {
   if constexpr (MORI_DEVICE_CHECKS) {
-    if (pe < 0 || pe >= detail::pe_count()) {
-      fail({DeviceErrorCode::kBadPe, pe}, [&](Message& m) {
-        m << call << ": PE " << pe << " is out of range [0, " << detail::pe_count() << ")";
+    if (pe < 0 || pe >= state::pe_count()) {
+      state::fail({state::DeviceErrorCode::kBadPe, pe}, [&](state::Message& m) {
+        m << call << ": PE " << pe << " is out of range [0, " << state::pe_count() << ")";
       });
     }
   }
@@ -30,7 +31,7 @@ MORI_DEVICE uint64_t byte_count(const char* call, const void* addr, size_t nelem
   if constexpr (MORI_DEVICE_CHECKS) {
     const uint64_t a = reinterpret_cast<uint64_t>(addr);
     if ((elem_bytes && bytes / elem_bytes != nelems) || a + bytes < a) {
-      fail({DeviceErrorCode::kBadSize, pe, a}, [&](Message& m) {
+      state::fail({state::DeviceErrorCode::kBadSize, pe, a}, [&](state::Message& m) {
         m << call << ": " << static_cast<uint64_t>(nelems) << " elements of "
           << static_cast<uint64_t>(elem_bytes) << " bytes at " << hex(a)
           << " overflow the address space (PE " << pe << ")";
@@ -41,21 +42,21 @@ MORI_DEVICE uint64_t byte_count(const char* call, const void* addr, size_t nelem
 }
 
 // The symmetric location of [addr, addr + bytes) on PE `pe`.
-MORI_DEVICE RemoteTarget resolve(const char* call, const void* addr, uint64_t bytes, int pe,
-                                 int qp) {
+MORI_DEVICE state::RemoteTarget resolve(const char* call, const void* addr, uint64_t bytes, int pe,
+                                        int qp) {
   check_pe(call, pe);
-  RemoteTarget t{{-1, 0}, pe, qp};
+  state::RemoteTarget t{{-1, 0}, pe, qp};
   const uint64_t a = reinterpret_cast<uint64_t>(addr);
-  if (!locate(a, bytes, &t.ref)) {
+  if (!state::locate(a, bytes, &t.ref)) {
     if constexpr (MORI_DEVICE_CHECKS) {
-      const GpuStates& s = gpu_states();
-      fail({DeviceErrorCode::kBadAddress, pe, a}, [&](Message& m) {
+      const state::GpuStates& s = state::gpu_states();
+      state::fail({state::DeviceErrorCode::kBadAddress, pe, a}, [&](state::Message& m) {
         m << call << ": address " << hex(a) << " (" << bytes << " bytes) for PE " << pe
           << " is neither in the symmetric heap [" << hex(s.heap_base) << ", +" << s.heap_size
           << ") nor in a registered buffer";
       });
     }
-    t.ref = {-1, a - gpu_states().heap_base};  // unchecked builds trust the caller
+    t.ref = {-1, a - state::gpu_states().heap_base};  // unchecked builds trust the caller
   }
   return t;
 }

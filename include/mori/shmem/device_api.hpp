@@ -3,14 +3,13 @@
 // guarantee.
 #pragma once
 
-#include "mori/shmem/amo.hpp"
 #include "mori/shmem/atomic.hpp"
 #include "mori/shmem/barrier.hpp"
 #include "mori/shmem/query.hpp"
 #include "mori/shmem/rma.hpp"
 #include "mori/shmem/signal.hpp"
 #include "mori/shmem/single.hpp"
-#include "mori/shmem/state.hpp"
 #include "mori/shmem/symm_obj.hpp"
 #include "mori/shmem/sync.hpp"
+#include "mori/shmem/vocabulary.hpp"
 #include "mori/shmem/wait.hpp"

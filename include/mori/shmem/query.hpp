@@ -1,5 +1,5 @@
-// Pointer queries: where this PE can reach another PE's copy of a symmetric object with plain loads
-// and stores. my_pe() and n_pes() are in state.hpp.
+// Queries: this PE and the PE count, and where this PE can reach another PE's copy of a symmetric
+// object with plain loads and stores.
 //
 // Both are queries, not operations: an argument that names no reachable copy (a PE out of range, an
 // address outside the heap and every registered buffer, a PE reached over RDMA) gives 0 / nullptr
@@ -8,9 +8,19 @@
 
 #include <cstdint>
 
-#include "mori/shmem/address.hpp"
+#include "mori/shmem/host_api.hpp"
+#include "mori/state/access.hpp"
+#include "mori/state/address.hpp"
 
 namespace mori::shmem {
+
+// my_pe() and n_pes() for kernels. On the host backend device code is host code, and the host API's
+// my_pe() and n_pes() (host_api.hpp, -1 and an error before init) are the only definitions: one
+// function, not two with the same signature.
+#if defined(MORI_ON_AMDGCN)
+MORI_DEVICE int my_pe() { return state::this_pe(); }
+MORI_DEVICE int n_pes() { return state::pe_count(); }
+#endif
 
 // The P2P address of dest_pe's copy of the symmetric object at `dest` (an address in this PE's heap
 // or one of its registered buffers; an interior pointer gives the same interior of the copy), or 0
@@ -20,13 +30,13 @@ namespace mori::shmem {
 // twin of the host API's ptr_p2p, with the same results.
 namespace detail {
 MORI_DEVICE uint64_t device_ptr_p2p(uint64_t dest, int caller_pe, int dest_pe) {
-  const GpuStates& s = gpu_states();
+  const state::GpuStates& s = state::gpu_states();
   // The range checks come first: before init every field is 0, and n_pes = 0 rejects every PE.
   if (caller_pe != s.rank || dest_pe < 0 || dest_pe >= s.n_pes) return 0;
-  RemoteTarget t{{-1, 0}, dest_pe, 0};
+  state::RemoteTarget t{{-1, 0}, dest_pe, 0};
   // One byte: the address itself must lie inside the memory (its end is no object's address).
-  if (!locate(dest, 1, &t.ref)) return 0;
-  return p2p_address(t);
+  if (!state::locate(dest, 1, &t.ref)) return 0;
+  return state::p2p_address(t);
 }
 }  // namespace detail
 
@@ -44,7 +54,7 @@ MORI_DEVICE uint64_t ptr_p2p(uint64_t dest, int caller_pe, int dest_pe) {
 // fences or a barrier, as any other memory access.
 MORI_DEVICE void* ptr(const void* dest, int pe) {
   return reinterpret_cast<void*>(
-      detail::device_ptr_p2p(reinterpret_cast<uint64_t>(dest), detail::this_pe(), pe));
+      detail::device_ptr_p2p(reinterpret_cast<uint64_t>(dest), state::this_pe(), pe));
 }
 
 }  // namespace mori::shmem

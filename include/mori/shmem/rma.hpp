@@ -29,7 +29,7 @@ namespace detail {
 template <Scope S, bool kGet, bool kBlocking>
 MORI_DEVICE void rma(const char* call, void* local, const void* remote, uint64_t bytes, int pe,
                      int qp) {
-  const RemoteTarget t = resolve(call, remote, bytes, pe, qp);
+  const state::RemoteTarget t = resolve(call, remote, bytes, pe, qp);
   transport::with_transport(call, pe, [&]<typename Tr>() {
     if constexpr (kGet)
       Tr::template get<S>(call, local, t, bytes);
@@ -45,8 +45,7 @@ MORI_DEVICE void rma(const char* call, void* local, const void* remote, uint64_t
 
 }  // namespace detail
 
-// ---- untyped, in bytes
-// -----------------------------------------------------------------------------------------
+// ---- untyped, in bytes --------------------------------------------------------------------------
 template <Scope S = Thread>
 MORI_DEVICE void putmem_nbi(void* dest, const void* source, size_t bytes, int pe, int qp = 0) {
   detail::rma<S, false, false>("putmem_nbi", const_cast<void*>(source), dest, bytes, pe, qp);
@@ -64,9 +63,8 @@ MORI_DEVICE void getmem(void* dest, const void* source, size_t bytes, int pe, in
   detail::rma<S, true, true>("getmem", dest, source, bytes, pe, qp);
 }
 
-// ---- typed, in elements
-// --------------------------------------------------------------------------------------- T is
-// deduced from the pointers, so put_nbi<Warp>(dst, src, n, pe) serves all 11 element types.
+// ---- typed, in elements -------------------------------------------------------------------------
+// T is deduced from the pointers, so put_nbi<Warp>(dst, src, n, pe) serves all 11 element types.
 namespace detail {
 template <Scope S, bool kGet, bool kBlocking, typename T>
 MORI_DEVICE void typed_rma(const char* call, T* dest, const T* source, size_t nelems, int pe,
@@ -95,9 +93,8 @@ MORI_DEVICE void get(T* dest, const T* source, size_t nelems, int pe, int qp = 0
   detail::typed_rma<S, true, true>("get", dest, source, nelems, pe, qp);
 }
 
-// ---- symmetric object + element offset
-// ------------------------------------------------------------------------- put into a symmetric
-// object at element `offset`.
+// ---- symmetric object + element offset ----------------------------------------------------------
+// put into a symmetric object at element `offset`.
 template <Scope S = Thread, typename T>
 MORI_DEVICE void put_nbi(SymmObj<T> dest, size_t offset, const T* source, size_t nelems, int pe,
                          int qp = 0) {

@@ -21,9 +21,9 @@
 #include <cstdint>
 
 #include "mori/core/scope.hpp"
-#include "mori/shmem/amo.hpp"
 #include "mori/shmem/atomic.hpp"
 #include "mori/shmem/checks.hpp"
+#include "mori/shmem/vocabulary.hpp"
 #include "mori/shmem/wait.hpp"
 #include "mori/transport/dispatch.hpp"
 
@@ -38,8 +38,8 @@ MORI_DEVICE void put_signal(const char* call, void* dest, const void* source, ui
   check_amo_code(call, sig_op, sig_op == SIGNAL_SET || sig_op == SIGNAL_ADD,
                  "a signal operation: use SIGNAL_SET or SIGNAL_ADD", pe, sig_addr);
   check_aligned(call, sig_addr, sizeof(uint64_t), pe);
-  const RemoteTarget data = resolve(call, dest, bytes, pe, qp);
-  const RemoteTarget sig = resolve(call, sig_addr, sizeof(uint64_t), pe, qp);
+  const state::RemoteTarget data = resolve(call, dest, bytes, pe, qp);
+  const state::RemoteTarget sig = resolve(call, sig_addr, sizeof(uint64_t), pe, qp);
   transport::with_transport(call, pe, [&]<typename Tr>() {
     Tr::template put_signal<S>(call, data, source, bytes, sig, signal, sig_op);
   });

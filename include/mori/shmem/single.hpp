@@ -5,14 +5,13 @@
 //       store is complete and visible at `pe` after the next quiet, and ordered before later
 //       operations to `pe` by fence. Like put_nbi, p orders nothing by itself.
 //   g   a relaxed, system-scope load of `pe`'s copy of *source: it returns the value that copy
-//   holds
-//       now, with no ordering against the caller's other operations (a write that a peer made
-//       before a barrier both passed is seen).
+//       holds now, with no ordering against the caller's other operations (a write that a peer
+//       made before a barrier both passed is seen).
 //
 // T is deduced from the pointer, so p(dest, v, pe) serves the 11 element types and every C type
-// name of the `_p` family (mori-device-abi.md): int, long, long long, char, unsigned long, ... The
-// value converts to T, as in OpenSHMEM's typed calls. `qp` picks one of the PE's RDMA queue pairs;
-// P2P ignores it.
+// name of the `_p` family (the device ABI spec, docs/bitcode.md): int, long, long long, char,
+// unsigned long, ... The value converts to T, as in OpenSHMEM's typed calls. `qp` picks one of the
+// PE's RDMA queue pairs; P2P ignores it.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +37,7 @@ MORI_DEVICE void p(T* dest, std::type_identity_t<T> value, int pe, int qp = 0) {
   static_assert(detail::kSingleValue<T>,
                 "p moves one 1-, 2-, 4- or 8-byte arithmetic value; use put for anything else");
   static_assert(!std::is_const_v<T>, "p stores into *dest: dest must not point to const");
-  const RemoteTarget t = detail::resolve("p", dest, sizeof(T), pe, qp);
+  const state::RemoteTarget t = detail::resolve("p", dest, sizeof(T), pe, qp);
   transport::with_transport("p", pe, [&]<typename Tr>() { Tr::template p<T>("p", t, value); });
 }
 
@@ -46,7 +45,7 @@ template <typename T>
 MORI_DEVICE T g(const T* source, int pe, int qp = 0) {
   static_assert(detail::kSingleValue<T>,
                 "g moves one 1-, 2-, 4- or 8-byte arithmetic value; use get for anything else");
-  const RemoteTarget t = detail::resolve("g", source, sizeof(T), pe, qp);
+  const state::RemoteTarget t = detail::resolve("g", source, sizeof(T), pe, qp);
   return transport::with_transport("g", pe,
                                    [&]<typename Tr>() { return Tr::template g<T>("g", t); });
 }

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "mori/shmem/device_error.hpp"
+#include "mori/state/device_error.hpp"
 
 namespace mori::shmem {
 
@@ -24,11 +24,12 @@ MORI_DEVICE T* element_range(const char* call, SymmObj<T> obj, size_t offset, si
                              int pe) {
   if constexpr (MORI_DEVICE_CHECKS) {
     if (offset > obj.count || nelems > obj.count - offset) {
-      fail({DeviceErrorCode::kBadSize, pe, reinterpret_cast<uint64_t>(obj.ptr)}, [&](Message& m) {
-        m << call << ": elements [" << offset << ", +" << nelems
-          << ") are outside the symmetric object " << hex(obj.ptr) << " of " << obj.count
-          << " elements (PE " << pe << ")";
-      });
+      state::fail({state::DeviceErrorCode::kBadSize, pe, reinterpret_cast<uint64_t>(obj.ptr)},
+                  [&](state::Message& m) {
+                    m << call << ": elements [" << offset << ", +" << nelems
+                      << ") are outside the symmetric object " << hex(obj.ptr) << " of "
+                      << obj.count << " elements (PE " << pe << ")";
+                  });
     }
   }
   return obj.ptr + offset;

@@ -35,10 +35,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "mori/shmem/amo.hpp"
 #include "mori/shmem/atomic.hpp"
 #include "mori/shmem/checks.hpp"
-#include "mori/shmem/spin.hpp"
+#include "mori/shmem/vocabulary.hpp"
+#include "mori/state/spin.hpp"
 
 namespace mori::shmem {
 
@@ -108,15 +108,15 @@ struct WaitSet {
   [[noreturn]] MORI_DEVICE void timed_out(size_t i) const {
     T seen;
     ready(i, &seen);
-    fail({DeviceErrorCode::kTimeout, detail::this_pe(), reinterpret_cast<uint64_t>(ivars + i),
-          static_cast<uint64_t>(seen)},
-         [&](Message& m) {
-           timeout_prefix(m, call);
-           m << "*" << hex(ivars + i);
-           if (array) m << " (entry " << i << " of " << n << ")";
-           m << " is " << as_number(seen) << ", waiting for " << cmp_text(cmp) << " "
-             << as_number(value) << " (PE " << detail::this_pe() << ")";
-         });
+    state::fail({state::DeviceErrorCode::kTimeout, state::this_pe(),
+                 reinterpret_cast<uint64_t>(ivars + i), static_cast<uint64_t>(seen)},
+                [&](state::Message& m) {
+                  state::timeout_prefix(m, call);
+                  m << "*" << hex(ivars + i);
+                  if (array) m << " (entry " << i << " of " << n << ")";
+                  m << " is " << as_number(seen) << ", waiting for " << cmp_text(cmp) << " "
+                    << as_number(value) << " (PE " << state::this_pe() << ")";
+                });
   }
 };
 
@@ -130,12 +130,13 @@ MORI_DEVICE WaitSet<T> wait_set(const char* call, T* ivars, size_t n, const int*
                 "for integer types only");
   static_assert(!std::is_const_v<T>, "an ivar is updated by other PEs: pass a non-const pointer");
   if constexpr (MORI_DEVICE_CHECKS) {
-    const int me = detail::this_pe();
+    const int me = state::this_pe();
     if (!is_cmp(cmp)) {
-      fail({DeviceErrorCode::kBadArgument, me, reinterpret_cast<uint64_t>(ivars)}, [&](Message& m) {
-        m << call << ": " << static_cast<int>(cmp)
-          << " is not a comparison: use CMP_EQ..CMP_GE (PE " << me << ")";
-      });
+      state::fail({state::DeviceErrorCode::kBadArgument, me, reinterpret_cast<uint64_t>(ivars)},
+                  [&](state::Message& m) {
+                    m << call << ": " << static_cast<int>(cmp)
+                      << " is not a comparison: use CMP_EQ..CMP_GE (PE " << me << ")";
+                  });
     }
     if (n) {
       check_aligned(call, ivars, sizeof(T), me);
@@ -151,7 +152,7 @@ template <typename T>
 MORI_DEVICE T wait_all(const WaitSet<T>& s) {
   size_t cursor = 0;
   T seen{};
-  spin_until([&] { return s.all_ready(&cursor, &seen); }, [&] { s.timed_out(cursor); });
+  state::spin_until([&] { return s.all_ready(&cursor, &seen); }, [&] { s.timed_out(cursor); });
   return seen;
 }
 template <typename T>
@@ -159,7 +160,8 @@ MORI_DEVICE size_t wait_any(const WaitSet<T>& s) {
   const size_t first = s.first_watched();
   if (first == s.n) return SIZE_MAX;
   size_t found = s.n;
-  spin_until([&] { return (found = s.next_ready(first)) < s.n; }, [&] { s.timed_out(first); });
+  state::spin_until([&] { return (found = s.next_ready(first)) < s.n; },
+                    [&] { s.timed_out(first); });
   return found;
 }
 template <typename T>
@@ -167,7 +169,7 @@ MORI_DEVICE size_t wait_some(const WaitSet<T>& s, size_t* indices) {
   const size_t first = s.first_watched();
   if (first == s.n) return 0;
   size_t count = 0;
-  spin_until([&] { return (count = s.collect(indices)) > 0; }, [&] { s.timed_out(first); });
+  state::spin_until([&] { return (count = s.collect(indices)) > 0; }, [&] { s.timed_out(first); });
   return count;
 }
 template <typename T>
@@ -183,8 +185,7 @@ MORI_DEVICE int test_all(const WaitSet<T>& s) {
 template <typename T>
 using WaitValue = std::type_identity_t<T>;
 
-// ---- one ivar
-// ------------------------------------------------------------------------------------------------
+// ---- one ivar -----------------------------------------------------------------------------------
 template <typename T>
 MORI_DEVICE T wait_until(T* ivar, Cmp cmp, WaitValue<T> value) {
   return detail::wait_all(detail::wait_set("wait_until", ivar, 1, nullptr, cmp, value, false));
@@ -204,8 +205,7 @@ MORI_DEVICE T wait_until_greater_than(T* addr, WaitValue<T> value) {
       detail::wait_set("wait_until_greater_than", addr, 1, nullptr, CMP_GT, value, false));
 }
 
-// ---- arrays of ivars
-// ------------------------------------------------------------------------------------------------
+// ---- arrays of ivars ----------------------------------------------------------------------------
 template <typename T>
 MORI_DEVICE void wait_until_all(T* ivars, size_t n, const int* status, Cmp cmp,
                                 WaitValue<T> value) {

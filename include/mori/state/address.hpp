@@ -6,9 +6,9 @@
 #include <cstdint>
 
 #include "mori/platform.hpp"
-#include "mori/shmem/state.hpp"
+#include "mori/state/access.hpp"
 
-namespace mori::shmem {
+namespace mori::state {
 
 // Where a local symmetric address lives.
 struct SymmetricRef {
@@ -60,4 +60,4 @@ MORI_DEVICE uint64_t remote_address(const RemoteTarget& t) {
   return base + t.ref.offset;
 }
 
-}  // namespace mori::shmem
+}  // namespace mori::state

@@ -7,9 +7,9 @@
 
 #include "mori/core/text.hpp"
 #include "mori/platform.hpp"
-#include "mori/shmem/state.hpp"
+#include "mori/state/access.hpp"
 
-namespace mori::shmem {
+namespace mori::state {
 
 using Message = Text<sizeof(DeviceError::message)>;
 
@@ -80,4 +80,4 @@ template <typename Describe>
   }
 }
 
-}  // namespace mori::shmem
+}  // namespace mori::state

@@ -8,8 +8,9 @@
 #include <cstdint>
 
 #include "mori/platform/macros.hpp"
+#include "mori/state/rdma_endpoint.hpp"
 
-namespace mori::shmem {
+namespace mori::state {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
@@ -18,8 +19,8 @@ inline constexpr uint32_t kGpuStatesAbiVersion = 2;
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
   kUnreachable = 0,
-  kP2P = 1,   // peer memory mapped into this PE (XGMI/PCIe peer mapping; shared memory on the host
-              // backend)
+  // Peer memory mapped into this PE (XGMI/PCIe peer mapping; shared memory on the host backend).
+  kP2P = 1,
   kRdma = 2,  // a NIC queue pair, driven by the GPU (IBGDA)
   kSdma = 3,  // the SDMA engines (delegates to P2P until a native engine exists)
 };
@@ -51,8 +52,8 @@ constexpr const char* nic_name(Nic nic) {
 struct RegisteredRegion {
   uint64_t base;
   uint64_t size;
-  const uint64_t*
-      peer_bases;  // [n_pes] where this PE reaches each PE's copy over P2P, 0 if it cannot
+  // [n_pes] where this PE reaches each PE's copy over P2P, 0 if it cannot.
+  const uint64_t* peer_bases;
   const uint64_t* remote_bases;  // [n_pes] each PE's copy in that PE's own address space (RDMA)
   const uint32_t* rkeys;         // [n_pes] remote keys, when RDMA is set up
   uint32_t lkey;
@@ -101,15 +102,15 @@ struct GpuStates {
   uint64_t heap_size;
   const uint8_t* transports;   // [n_pes] Transport to each PE (this PE: kP2P)
   const uint64_t* peer_bases;  // [n_pes] each PE's heap as mapped here, 0 where not P2P-reachable
-  const uint64_t*
-      remote_bases;       // [n_pes] each PE's heap base in that PE's own address space (RDMA)
+  // [n_pes] each PE's heap base in that PE's own address space (RDMA).
+  const uint64_t* remote_bases;
   const uint32_t* rkeys;  // [n_pes] each PE's heap rkey, when RDMA is set up
   const RegisteredRegion* regions;
   int32_t n_regions;
   uint32_t heap_lkey;
-  void* rdma_endpoints;  // [n_pes * num_qp_per_pe] transport::RdmaEndpoint, entry
-                         // pe * num_qp_per_pe + qp; null without RDMA, zeroed for PEs not reached
-                         // over RDMA
+  // [n_pes * num_qp_per_pe], entry pe * num_qp_per_pe + qp; null without RDMA, zeroed for PEs not
+  // reached over RDMA.
+  RdmaEndpoint* rdma_endpoints;
   // Symmetric scratch inside the heap that the runtime reserves for device barriers and signals.
   uint64_t* internal;
   uint64_t internal_bytes;
@@ -123,25 +124,29 @@ static_assert(sizeof(GpuStates) == 176,
               "GpuStates is the runtime/device ABI: bump kGpuStatesAbiVersion");
 static_assert(sizeof(void*) == 8, "GpuStates assumes 64-bit addresses on host and device");
 
-}  // namespace mori::shmem
+}  // namespace mori::state
 
 // Exactly one definition per code object. On the host backend it lives in libmori_shmem. On the hip
 // backend each code object defines it once with MORI_SHMEM_DEFINE_GPU_STATES() (per translation
 // unit without -fgpu-rdc), which also registers it so the runtime fills it; modules loaded later
 // get it through module_init.
+//
+// The variable lives in namespace mori::shmem although its type is layer 3's: loaders find it by
+// its mangled name, _ZN4mori5shmem15globalGpuStatesE (the device ABI spec, docs/bitcode.md), which
+// a move would change.
 #if defined(MORI_ON_HOST)
 namespace mori::shmem {
-extern GpuStates globalGpuStates;
+extern state::GpuStates globalGpuStates;
 }  // namespace mori::shmem
 #define MORI_SHMEM_DEFINE_GPU_STATES()
 #elif defined(MORI_ON_AMDGCN)
 extern "C" int mori_shmem_register_gpu_states(const void* host_symbol);
 namespace mori::shmem {
-extern MORI_DEVICE_VAR GpuStates globalGpuStates;
+extern MORI_DEVICE_VAR state::GpuStates globalGpuStates;
 }  // namespace mori::shmem
 #define MORI_SHMEM_DEFINE_GPU_STATES()                     \
   namespace mori::shmem {                                  \
-  MORI_DEVICE_VAR GpuStates globalGpuStates;               \
+  MORI_DEVICE_VAR state::GpuStates globalGpuStates;        \
   [[maybe_unused]] static const int kGpuStatesRegistered = \
       mori_shmem_register_gpu_states(&globalGpuStates);    \
   }                                                        \

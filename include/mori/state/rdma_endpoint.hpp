@@ -7,11 +7,10 @@
 
 #include <cstdint>
 
-namespace mori::transport {
+namespace mori::state {
 
 struct RdmaEndpoint {
-  // ---- fixed at init
-  // ----------------------------------------------------------------------------------------
+  // ---- fixed at init ----------------------------------------------------------------------------
   uint8_t* sq;    // sq_wqes * Provider::kWqeBytes
   uint8_t* cq;    // cq_entries * Provider::kCqeBytes
   uint32_t* dbr;  // doorbell record (mlx5: the QP's two big-endian counters; others: see provider)
@@ -27,8 +26,8 @@ struct RdmaEndpoint {
   uint32_t ibuf_lkey;
   uint32_t provider_word[6];  // provider-specific constants (doorbell ids, epochs); each provider
                               // documents its use
-  // ---- the engine's indices: 64-bit, monotonic, never wrapped (the provider wraps when it writes
-  // bytes) -----
+  // ---- the engine's indices ---------------------------------------------------------------------
+  // 64-bit, monotonic, never wrapped (the provider wraps when it writes bytes).
   uint64_t reserved;     // next free WQE index: [.., reserved) are taken by posters; bit 63 marks a
                          // fence requested for the next reservation (RdmaEngine::fence)
   uint64_t submitted;    // [.., submitted) are written and announced to the NIC, in posting order
@@ -52,4 +51,4 @@ constexpr uint64_t ibuf_tickets(uint32_t slots) { return uint64_t{slots} + 2; }
 constexpr uint64_t ibuf_words(uint32_t slots) { return 2 * uint64_t{slots} + 2; }
 constexpr uint64_t ibuf_registered_bytes(uint32_t slots) { return (uint64_t{slots} + 1) * 8; }
 
-}  // namespace mori::transport
+}  // namespace mori::state

@@ -6,9 +6,9 @@
 #include <cstdint>
 
 #include "mori/platform.hpp"
-#include "mori/shmem/device_error.hpp"
+#include "mori/state/device_error.hpp"
 
-namespace mori::shmem::detail {
+namespace mori::state {
 
 template <typename Done, typename OnTimeout>
 MORI_DEVICE void spin_until(Done&& done, OnTimeout&& on_timeout) {
@@ -32,4 +32,4 @@ MORI_DEVICE void timeout_prefix(Message& m, const char* call) {
   m << call << " timed out after " << gpu_states().timeout_ns / 1000000 << " ms: ";
 }
 
-}  // namespace mori::shmem::detail
+}  // namespace mori::state

@@ -1,9 +1,10 @@
 // Transport dispatch: the transport to each PE is chosen at init and read from GpuStates at run
-// time. A family is written once as a generic lambda over the transport type, and with_transport
-// runs it with the right one:
+// time. A family is written once as a generic lambda over the transport type (any DeviceTransport,
+// transport/concepts.hpp), and with_transport runs it with the right one:
 //
-//   with_transport("put_nbi", pe, [&]<typename Tr>() { Tr::template put<S>("put_nbi", t, src,
-//   bytes); });
+//   with_transport("put_nbi", pe, [&]<typename Tr>() {
+//     Tr::template put<S>("put_nbi", t, src, bytes);
+//   });
 //
 // RDMA is Rdma<Provider> for the job's NIC family (GpuStates::nic). Each provider compiled in adds
 // its instance of every family to each call site; a build for one NIC family defines the others'
@@ -13,7 +14,8 @@
 #include "mori/provider/bnxt.hpp"
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
-#include "mori/shmem/device_error.hpp"
+#include "mori/state/device_error.hpp"
+#include "mori/transport/concepts.hpp"
 #include "mori/transport/p2p.hpp"
 #include "mori/transport/rdma.hpp"
 #include "mori/transport/sdma.hpp"
@@ -32,26 +34,37 @@ namespace mori::transport {
 
 inline constexpr bool kAnyRdma = MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC;
 
+static_assert(DeviceTransport<P2p> && DeviceTransport<Sdma>);
+#if MORI_RDMA_MLX5
+static_assert(DeviceTransport<Rdma<provider::Mlx5>>);
+#endif
+#if MORI_RDMA_BNXT
+static_assert(DeviceTransport<Rdma<provider::Bnxt>>);
+#endif
+#if MORI_RDMA_IONIC
+static_assert(DeviceTransport<Rdma<provider::Ionic>>);
+#endif
+
 // Runs f<Rdma<Provider>>() for the job's NIC family.
 template <typename F>
 MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
-  const auto nic = static_cast<shmem::Nic>(shmem::gpu_states().nic);
+  const auto nic = static_cast<state::Nic>(state::gpu_states().nic);
   switch (nic) {
 #if MORI_RDMA_MLX5
-    case shmem::Nic::kMlx5:
+    case state::Nic::kMlx5:
       return f.template operator()<Rdma<provider::Mlx5>>();
 #endif
 #if MORI_RDMA_BNXT
-    case shmem::Nic::kBnxt:
+    case state::Nic::kBnxt:
       return f.template operator()<Rdma<provider::Bnxt>>();
 #endif
 #if MORI_RDMA_IONIC
-    case shmem::Nic::kIonic:
+    case state::Nic::kIonic:
       return f.template operator()<Rdma<provider::Ionic>>();
 #endif
     default: {
-      shmem::fail({shmem::DeviceErrorCode::kNotBuilt, pe, 0, static_cast<uint64_t>(nic)},
-                  [&](shmem::Message& m) {
+      state::fail({state::DeviceErrorCode::kNotBuilt, pe, 0, static_cast<uint64_t>(nic)},
+                  [&](state::Message& m) {
                     m << call << ": PE " << pe << " is reached over RDMA, but NIC family "
                       << static_cast<int>(nic) << " is not compiled into this code (MORI_RDMA_*)";
                   });
@@ -61,19 +74,19 @@ MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
 
 template <typename F>
 MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
-  switch (shmem::transport_to(pe)) {
-    case shmem::Transport::kP2P:
+  switch (state::transport_to(pe)) {
+    case state::Transport::kP2P:
     // SDMA is P2P until it is native (sdma.hpp). One call site serves both, so the family is
     // inlined once, not once per case.
-    case shmem::Transport::kSdma:
+    case state::Transport::kSdma:
       return f.template operator()<Sdma>();
 #if MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC
-    case shmem::Transport::kRdma:
+    case state::Transport::kRdma:
       return with_nic(call, pe, f);
 #endif
     default: {
-      shmem::fail({shmem::DeviceErrorCode::kNotReachable, pe}, [&](shmem::Message& m) {
-        m << call << ": PE " << pe << " is unreachable from PE " << shmem::detail::this_pe();
+      state::fail({state::DeviceErrorCode::kNotReachable, pe}, [&](state::Message& m) {
+        m << call << ": PE " << pe << " is unreachable from PE " << state::this_pe();
       });
     }
   }
@@ -84,7 +97,7 @@ template <typename F>
 MORI_DEVICE void for_each_transport(F&& f) {
   f.template operator()<P2p>();
   if constexpr (kAnyRdma) {
-    if (shmem::gpu_states().rdma_endpoints != nullptr) with_nic("quiet/fence", -1, f);
+    if (state::gpu_states().rdma_endpoints != nullptr) with_nic("quiet/fence", -1, f);
   }
 }
 

@@ -10,15 +10,15 @@
 #include <cstdint>
 
 #include "mori/core/copy.hpp"
-#include "mori/shmem/address.hpp"
-#include "mori/shmem/amo.hpp"
-#include "mori/shmem/device_error.hpp"
+#include "mori/state/address.hpp"
+#include "mori/state/amo.hpp"
+#include "mori/state/device_error.hpp"
 
 namespace mori::transport {
 
 using platform::MemOrder;
 using platform::MemScope;
-using shmem::RemoteTarget;
+using state::RemoteTarget;
 
 struct P2p {
   static constexpr const char* kName = "p2p";
@@ -26,9 +26,9 @@ struct P2p {
   // The address of `t` as mapped here; traps when that copy is not mapped (a registered buffer of a
   // peer on the host backend, whose memory is private to its process).
   MORI_DEVICE static char* address(const char* call, const RemoteTarget& t) {
-    const uint64_t a = shmem::p2p_address(t);
+    const uint64_t a = state::p2p_address(t);
     if (!a) {
-      shmem::fail({shmem::DeviceErrorCode::kNotReachable, t.pe}, [&](shmem::Message& m) {
+      state::fail({state::DeviceErrorCode::kNotReachable, t.pe}, [&](state::Message& m) {
         m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
           << " is not mapped into this PE (P2P reaches only the symmetric heap here)";
       });
@@ -59,56 +59,39 @@ struct P2p {
 
   // Any code of the ABI's atomicType on a 32- or 64-bit integer. Non-fetching codes return 0.
   template <typename T>
-  MORI_DEVICE static T amo(const char* call, shmem::atomicType op, const RemoteTarget& dst, T value,
+  MORI_DEVICE static T amo(const char* call, state::atomicType op, const RemoteTarget& dst, T value,
                            T compare) {
     T* p = reinterpret_cast<T*>(address(call, dst));
     constexpr MemOrder kO = MemOrder::Relaxed;  // OpenSHMEM AMOs order nothing; fence and quiet do
     constexpr MemScope kS = MemScope::System;
-    switch (op) {
-      case shmem::AMO_INC:
-        platform::atomic_fetch_add<kO, kS>(p, T{1});
-        return 0;
-      case shmem::AMO_ADD:
-      case shmem::AMO_SIGNAL_ADD:
-        platform::atomic_fetch_add<kO, kS>(p, value);
-        return 0;
-      case shmem::AMO_SET:
-      case shmem::AMO_SIGNAL:
-      case shmem::AMO_SIGNAL_SET:
-        platform::atomic_store<kO, kS>(p, value);
-        return 0;
-      case shmem::AMO_AND:
-        platform::atomic_fetch_and<kO, kS>(p, value);
-        return 0;
-      case shmem::AMO_OR:
-        platform::atomic_fetch_or<kO, kS>(p, value);
-        return 0;
-      case shmem::AMO_XOR:
-        platform::atomic_fetch_xor<kO, kS>(p, value);
-        return 0;
-      case shmem::AMO_FETCH:
+    const state::AmoRow row = state::amo_row(op);
+    const T operand = state::amo_operand(row, value);
+    // The instruction returns the old value; a non-fetching code gives 0 (and a constant one lets
+    // the compiler drop the return).
+    auto result = [&](T old) { return row.fetch ? old : T{0}; };
+    switch (row.kind) {
+      case state::AmoKind::kAdd:
+        return result(platform::atomic_fetch_add<kO, kS>(p, operand));
+      case state::AmoKind::kAnd:
+        return result(platform::atomic_fetch_and<kO, kS>(p, operand));
+      case state::AmoKind::kOr:
+        return result(platform::atomic_fetch_or<kO, kS>(p, operand));
+      case state::AmoKind::kXor:
+        return result(platform::atomic_fetch_xor<kO, kS>(p, operand));
+      case state::AmoKind::kSet:  // a fetching set is a swap
+        if (row.fetch) return platform::atomic_exchange<kO, kS>(p, operand);
+        platform::atomic_store<kO, kS>(p, operand);
+        return T{0};
+      case state::AmoKind::kLoad:
         return platform::atomic_load<kO, kS>(p);
-      case shmem::AMO_FETCH_INC:
-        return platform::atomic_fetch_add<kO, kS>(p, T{1});
-      case shmem::AMO_FETCH_ADD:
-        return platform::atomic_fetch_add<kO, kS>(p, value);
-      case shmem::AMO_FETCH_AND:
-        return platform::atomic_fetch_and<kO, kS>(p, value);
-      case shmem::AMO_FETCH_OR:
-        return platform::atomic_fetch_or<kO, kS>(p, value);
-      case shmem::AMO_FETCH_XOR:
-        return platform::atomic_fetch_xor<kO, kS>(p, value);
-      case shmem::AMO_SWAP:
-        return platform::atomic_exchange<kO, kS>(p, value);
-      case shmem::AMO_COMPARE_SWAP:
-        return platform::atomic_compare_swap<kO, kS>(p, compare, value);
-      default: {
-        shmem::fail({shmem::DeviceErrorCode::kBadArgument, dst.pe, reinterpret_cast<uint64_t>(p)},
-                    [&](shmem::Message& m) {
+      case state::AmoKind::kCompareSwap:
+        return platform::atomic_compare_swap<kO, kS>(p, compare, operand);
+      default:
+        state::fail({state::DeviceErrorCode::kBadArgument, dst.pe, reinterpret_cast<uint64_t>(p)},
+                    [&](state::Message& m) {
                       m << call << ": " << static_cast<int>(op)
                         << " is not an atomic operation code (PE " << dst.pe << ")";
                     });
-      }
     }
   }
 
@@ -117,7 +100,7 @@ struct P2p {
   template <Scope S>
   MORI_DEVICE static void put_signal(const char* call, const RemoteTarget& dst, const void* src,
                                      uint64_t bytes, const RemoteTarget& signal, uint64_t value,
-                                     shmem::atomicType op) {
+                                     state::atomicType op) {
     put<S>(call, dst, src, bytes);
     S::sync();
     if (S::leader()) {

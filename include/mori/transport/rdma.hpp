@@ -26,14 +26,14 @@
 #include <type_traits>
 
 #include "mori/core/scope.hpp"
-#include "mori/shmem/address.hpp"
-#include "mori/shmem/amo.hpp"
-#include "mori/shmem/device_error.hpp"
+#include "mori/state/address.hpp"
+#include "mori/state/amo.hpp"
+#include "mori/state/device_error.hpp"
 #include "mori/transport/rdma_engine.hpp"
 
 namespace mori::transport {
 
-using shmem::RemoteTarget;
+using state::RemoteTarget;
 
 template <typename Provider>
 struct Rdma {
@@ -95,59 +95,45 @@ struct Rdma {
 
   // Any code of the ABI's atomicType on a 32- or 64-bit integer. Non-fetching codes return 0.
   template <typename T>
-  MORI_DEVICE static T amo(const char* call, shmem::atomicType op, const RemoteTarget& dst, T value,
+  MORI_DEVICE static T amo(const char* call, state::atomicType op, const RemoteTarget& dst, T value,
                            T compare) {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "NIC atomics are 4 or 8 bytes");
     using U = std::make_unsigned_t<T>;
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
-    const U v = static_cast<U>(value), c = static_cast<U>(compare);
+    const U c = static_cast<U>(compare);
+    const state::AmoRow row = state::amo_row(op);
+    const U operand = state::amo_operand(row, static_cast<U>(value));
     constexpr bool kNative = sizeof(T) == 8 || Provider::kNativeAtomic32;
-    switch (op) {
-      case shmem::AMO_INC:
-      case shmem::AMO_ADD:
-      case shmem::AMO_SIGNAL_ADD:
+    switch (row.kind) {
+      case state::AmoKind::kAdd:
+      case state::AmoKind::kLoad:  // a fetch-add of 0
         if constexpr (kNative) {
-          WorkRequest wr =
-              atomic(dst, Opcode::kFetchAdd, op == shmem::AMO_INC ? U{1} : v, 0, sizeof(T));
+          WorkRequest wr = atomic(dst, Opcode::kFetchAdd, operand, 0, sizeof(T));
+          if (row.fetch) return static_cast<T>(Engine::fetch(ep, wr, dst.pe));
           Engine::discard_result(ep, wr);
           Engine::post(ep, wr, dst.pe);
           return 0;
         }
         break;  // emulated below
-      case shmem::AMO_FETCH:
-      case shmem::AMO_FETCH_INC:
-      case shmem::AMO_FETCH_ADD:
-        if constexpr (kNative) {
-          const U add = op == shmem::AMO_FETCH ? U{0} : op == shmem::AMO_FETCH_INC ? U{1} : v;
-          return static_cast<T>(
-              Engine::fetch(ep, atomic(dst, Opcode::kFetchAdd, add, 0, sizeof(T)), dst.pe));
-        }
-        break;
-      case shmem::AMO_COMPARE_SWAP:
+      case state::AmoKind::kCompareSwap:
         if constexpr (kNative)
           return static_cast<T>(
-              Engine::fetch(ep, atomic(dst, Opcode::kCompareSwap, v, c, sizeof(T)), dst.pe));
+              Engine::fetch(ep, atomic(dst, Opcode::kCompareSwap, operand, c, sizeof(T)), dst.pe));
         break;
-      case shmem::AMO_SET:
-      case shmem::AMO_SIGNAL:
-      case shmem::AMO_SIGNAL_SET:
-      case shmem::AMO_AND:
-      case shmem::AMO_OR:
-      case shmem::AMO_XOR:
-      case shmem::AMO_FETCH_AND:
-      case shmem::AMO_FETCH_OR:
-      case shmem::AMO_FETCH_XOR:
-      case shmem::AMO_SWAP:
+      case state::AmoKind::kSet:  // a NIC has no atomic set, swap, and, or or xor
+      case state::AmoKind::kAnd:
+      case state::AmoKind::kOr:
+      case state::AmoKind::kXor:
         break;
       default:
-        shmem::fail({shmem::DeviceErrorCode::kBadArgument, dst.pe, 0}, [&](shmem::Message& m) {
+        state::fail({state::DeviceErrorCode::kBadArgument, dst.pe, 0}, [&](state::Message& m) {
           m << call << ": " << static_cast<int>(op) << " is not an atomic operation code (PE "
             << dst.pe << ")";
         });
     }
-    const U old =
-        compare_swap_loop<U>(ep, dst, [&](U current) { return apply(op, current, v, c); });
-    return shmem::is_fetching(op) ? static_cast<T>(old) : T{0};
+    const U old = compare_swap_loop<U>(
+        ep, dst, [&](U current) { return state::amo_apply(row.kind, current, operand, c); });
+    return row.fetch ? static_cast<T>(old) : T{0};
   }
 
   // The data, then the signal, as two consecutive WQEs of one reservation. Both are writes, or a
@@ -155,7 +141,7 @@ struct Rdma {
   template <Scope S>
   MORI_DEVICE static void put_signal(const char* call, const RemoteTarget& dst, const void* src,
                                      uint64_t bytes, const RemoteTarget& signal, uint64_t value,
-                                     shmem::atomicType op) {
+                                     state::atomicType op) {
     if (!S::leader()) return;
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
     RemoteTarget tail = dst;
@@ -168,7 +154,7 @@ struct Rdma {
     }
     const WorkRequest data = write_request(call, tail, src, bytes);
     WorkRequest sig = remote(signal);
-    if (op == shmem::AMO_SIGNAL_ADD) {
+    if (op == state::AMO_SIGNAL_ADD) {
       sig = atomic(signal, Opcode::kFetchAdd, value, 0, 8);
       Engine::discard_result(ep, sig);
     } else {  // AMO_SIGNAL_SET: the NIC has no atomic store; an 8-byte write is one
@@ -190,22 +176,22 @@ struct Rdma {
 
  private:
   MORI_DEVICE static RdmaEndpoint& endpoint(const char* call, int pe, int qp) {
-    const shmem::GpuStates& s = shmem::gpu_states();
+    const state::GpuStates& s = state::gpu_states();
     if (qp < 0 || qp >= s.num_qp_per_pe) {
-      shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, 0, static_cast<uint64_t>(qp)},
-                  [&](shmem::Message& m) {
+      state::fail({state::DeviceErrorCode::kBadArgument, pe, 0, static_cast<uint64_t>(qp)},
+                  [&](state::Message& m) {
                     m << call << ": qp " << qp << " is out of range [0, " << s.num_qp_per_pe
                       << ") (PE " << pe << ", MORI_NUM_QP_PER_PE)";
                   });
     }
-    return static_cast<RdmaEndpoint*>(s.rdma_endpoints)[pe * s.num_qp_per_pe + qp];
+    return s.rdma_endpoints[pe * s.num_qp_per_pe + qp];
   }
 
   // The remote address and key of `t` (RDMA names the target in its own PE's address space).
   MORI_DEVICE static WorkRequest remote(const RemoteTarget& t) {
-    const shmem::GpuStates& s = shmem::gpu_states();
+    const state::GpuStates& s = state::gpu_states();
     WorkRequest wr{};
-    wr.remote_addr = shmem::remote_address(t);
+    wr.remote_addr = state::remote_address(t);
     wr.rkey = t.ref.region < 0 ? s.rkeys[t.pe] : s.regions[t.ref.region].rkeys[t.pe];
     return wr;
   }
@@ -240,11 +226,11 @@ struct Rdma {
   // The lkey of local [addr, addr + bytes); fails naming the call when that memory has none.
   MORI_DEVICE static uint32_t local_key(const char* call, const void* addr, uint64_t bytes, int pe,
                                         const char* role) {
-    const shmem::GpuStates& s = shmem::gpu_states();
-    shmem::SymmetricRef ref;
+    const state::GpuStates& s = state::gpu_states();
+    state::SymmetricRef ref;
     const uint64_t a = reinterpret_cast<uint64_t>(addr);
-    if (!shmem::locate(a, bytes, &ref)) {
-      shmem::fail({shmem::DeviceErrorCode::kBadAddress, pe, a}, [&](shmem::Message& m) {
+    if (!state::locate(a, bytes, &ref)) {
+      state::fail({state::DeviceErrorCode::kBadAddress, pe, a}, [&](state::Message& m) {
         m << call << ": local " << role << " " << hex(a) << " (" << bytes
           << " bytes) has no RDMA key: use heap or buffer_register memory (PE " << pe << ")";
       });
@@ -266,34 +252,6 @@ struct Rdma {
     }
   }
 
-  template <typename U>
-  MORI_DEVICE static U apply(shmem::atomicType op, U current, U v, U c) {
-    switch (op) {
-      case shmem::AMO_INC:
-      case shmem::AMO_FETCH_INC:
-        return current + U{1};
-      case shmem::AMO_ADD:
-      case shmem::AMO_SIGNAL_ADD:
-      case shmem::AMO_FETCH_ADD:
-        return current + v;
-      case shmem::AMO_AND:
-      case shmem::AMO_FETCH_AND:
-        return current & v;
-      case shmem::AMO_OR:
-      case shmem::AMO_FETCH_OR:
-        return current | v;
-      case shmem::AMO_XOR:
-      case shmem::AMO_FETCH_XOR:
-        return current ^ v;
-      case shmem::AMO_FETCH:
-        return current;
-      case shmem::AMO_COMPARE_SWAP:
-        return current == c ? v : current;
-      default:  // AMO_SET, AMO_SIGNAL, AMO_SIGNAL_SET, AMO_SWAP
-        return v;
-    }
-  }
-
   // Atomically replaces the value U at `t` with next(old) by NIC compare-swaps; returns old. A
   // 4-byte U on a NIC without 4-byte atomics swaps the aligned 8 bytes that hold it, keeping the
   // neighbouring 4 bytes as they are.
@@ -303,7 +261,7 @@ struct Rdma {
     RemoteTarget word = t;
     uint32_t shift = 0;
     if constexpr (kWide) {
-      const uint64_t addr = shmem::remote_address(t);
+      const uint64_t addr = state::remote_address(t);
       shift = static_cast<uint32_t>(addr & 4) * 8;  // little-endian: the high half at +4
       word.ref.offset -= addr & 4;
     }
@@ -331,12 +289,12 @@ struct Rdma {
 
   template <typename F>
   MORI_DEVICE static void for_each_endpoint(int pe, int qp, F&& f) {
-    const shmem::GpuStates& s = shmem::gpu_states();
+    const state::GpuStates& s = state::gpu_states();
     if (s.rdma_endpoints == nullptr) return;
-    auto* eps = static_cast<RdmaEndpoint*>(s.rdma_endpoints);
+    RdmaEndpoint* eps = s.rdma_endpoints;
     const int first = pe < 0 ? 0 : pe, end = pe < 0 ? s.n_pes : pe + 1;
     for (int p = first; p < end; ++p) {
-      if (s.transports[p] != static_cast<uint8_t>(shmem::Transport::kRdma)) continue;
+      if (s.transports[p] != static_cast<uint8_t>(state::Transport::kRdma)) continue;
       for (int q = qp < 0 ? 0 : qp; q < (qp < 0 ? s.num_qp_per_pe : qp + 1); ++q)
         f(eps[p * s.num_qp_per_pe + q], p);
     }

@@ -17,10 +17,8 @@
 // deeper than the largest batch, a full warp (64 lanes, 2 WQEs each for put-with-signal):
 // sq_wqes >= 256 on the GPU. On the host backend a batch is one lane.
 //
-// Provider hooks, optional (detected with `requires`):
-//   note_wqe(ep, wr)                  after a lane wrote its WQE (BNXT: the WQE's packet count)
-//   prepare_submit(ep, base, next)    by the in-order submitter, before the doorbell (BNXT: the
-//                                     PSNs of the MSN table, in posting order)
+// The provider's hooks, note_wqe and prepare_submit, are part of the NicProvider concept
+// (provider/concepts.hpp): every provider defines them, empty where it keeps no per-WQE state.
 //
 // The failure record: on an error completion or a timeout the engine passes DeviceError's qp,
 // sq_posted (ep.submitted), sq_completed and cq_consumed (low 32 bits) to fail() with the code and
@@ -30,15 +28,18 @@
 #include <cstdint>
 
 #include "mori/platform.hpp"
+#include "mori/provider/concepts.hpp"
 #include "mori/provider/work_request.hpp"
-#include "mori/shmem/device_error.hpp"
-#include "mori/shmem/spin.hpp"
-#include "mori/shmem/state.hpp"
-#include "mori/transport/rdma_endpoint.hpp"
+#include "mori/state/access.hpp"
+#include "mori/state/device_error.hpp"
+#include "mori/state/rdma_endpoint.hpp"
+#include "mori/state/spin.hpp"
 
 namespace mori::transport {
 
-template <typename Provider>
+using state::RdmaEndpoint;
+
+template <provider::NicProvider Provider>
 struct RdmaEngine {
   using WorkRequest = provider::WorkRequest;
   using CqPoll = provider::CqPoll;
@@ -91,7 +92,7 @@ struct RdmaEngine {
       if (rank + k == 0 && (reservation & kFenceNext)) wr.fence = 1;
       wqe = ep.sq + (wr.index & (ep.sq_wqes - 1)) * Provider::kWqeBytes;
       write(wqe, wr, ep, pe);
-      if constexpr (requires { Provider::note_wqe(ep, wr); }) Provider::note_wqe(ep, wr);
+      Provider::note_wqe(ep, wr);
     }
 
     // 4.-5. submit and ring in posting order, by the batch's last lane (it holds the last WQE,
@@ -110,9 +111,9 @@ struct RdmaEngine {
     const uint64_t ticket =
         platform::atomic_fetch_add<MemOrder::Relaxed, MemScope::System>(&ep.ibuf_next, uint64_t{1});
     const uint64_t slot = ticket & (ep.ibuf_slots - 1);
-    uint64_t* gate = ep.ibuf + ibuf_tickets(ep.ibuf_slots) + slot;
+    uint64_t* gate = ep.ibuf + state::ibuf_tickets(ep.ibuf_slots) + slot;
     // Acquire: the previous user's read of the slot happened before we let the NIC overwrite it.
-    shmem::detail::spin_until(
+    state::spin_until(
         [&] { return platform::atomic_load<MemOrder::Acquire, MemScope::System>(gate) == ticket; },
         [&] { time_out(ep, pe, "fetch (waiting for an ibuf slot)"); });
     wr.local_addr = reinterpret_cast<uint64_t>(ep.ibuf + slot);
@@ -127,14 +128,14 @@ struct RdmaEngine {
 
   // Where the old value of an atomic nobody reads may land (wr.local_addr, wr.lkey).
   MORI_DEVICE static void discard_result(const RdmaEndpoint& ep, WorkRequest& wr) {
-    wr.local_addr = reinterpret_cast<uint64_t>(ep.ibuf + ibuf_discard(ep.ibuf_slots));
+    wr.local_addr = reinterpret_cast<uint64_t>(ep.ibuf + state::ibuf_discard(ep.ibuf_slots));
     wr.lkey = ep.ibuf_lkey;
   }
 
   // Waits until WQEs [.., next) are complete; `call` names the waiter in a timeout message.
   MORI_DEVICE static void wait_complete(RdmaEndpoint& ep, uint64_t next, int pe, const char* call) {
-    shmem::detail::spin_until([&] { return completed_at_least(ep, next, pe); },
-                              [&] { time_out(ep, pe, call); });
+    state::spin_until([&] { return completed_at_least(ep, next, pe); },
+                      [&] { time_out(ep, pe, call); });
   }
 
   // Drains the CQ if no other thread is doing it: advances ep.completed. Returns whether it
@@ -161,9 +162,9 @@ struct RdmaEngine {
       // Every provider's error CQE names the failed WQE: completed_through is one past it, and
       // the WQEs before it completed.
       const uint64_t failed = p.completed_through - 1;
-      shmem::fail(
-          {shmem::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(ep, failed)},
-          [&](shmem::Message& m) {
+      state::fail(
+          {state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(ep, failed)},
+          [&](state::Message& m) {
             m << "RDMA " << Provider::kName << " error completion: " << p.status_text << " (status "
               << hex(p.status) << ") on WQE " << failed << ", ";
             describe_queue(m, ep, pe, failed);
@@ -231,8 +232,8 @@ struct RdmaEngine {
     const uint64_t limit = ep.sq_wqes - 1;
     // Checked builds and the host backend only: on the GPU the runtime refuses SQs below 256
     // entries, and a wavefront's batch is at most 128 WQEs.
-    if (shmem::kDescribeFailures && count > limit) {
-      shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, 0, count}, [&](shmem::Message& m) {
+    if (state::kDescribeFailures && count > limit) {
+      state::fail({state::DeviceErrorCode::kBadArgument, pe, 0, count}, [&](state::Message& m) {
         m << "RDMA: a batch of " << count << " WQEs cannot fit in an SQ of " << ep.sq_wqes
           << " (at most " << limit << " outstanding)";
       });
@@ -256,8 +257,8 @@ struct RdmaEngine {
   MORI_DEVICE static void write(void* wqe, const WorkRequest& wr, RdmaEndpoint& ep, int pe) {
     const bool atomic = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
     if (atomic && !Provider::kNativeAtomic32 && wr.width == 4) {
-      shmem::fail({shmem::DeviceErrorCode::kBadArgument, pe, wr.remote_addr, 4},
-                  [&](shmem::Message& m) {
+      state::fail({state::DeviceErrorCode::kBadArgument, pe, wr.remote_addr, 4},
+                  [&](state::Message& m) {
                     m << "RDMA " << Provider::kName
                       << " has no 32-bit atomics (the transport emulates them), qp " << ep.qpn;
                   });
@@ -272,7 +273,7 @@ struct RdmaEngine {
     // Acquire: pairs with the previous ringer's release of ep.submitted, so our doorbell is
     // ordered after its doorbell. Without it a doorbell announcing [.., next) could reach the NIC
     // before one announcing [.., base), and the older, smaller value would then win.
-    shmem::detail::spin_until(
+    state::spin_until(
         [&] {
           return platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.submitted) == base;
         },
@@ -281,8 +282,7 @@ struct RdmaEngine {
     // NIC to fetch them (else the NIC may read a slot's previous pass). The other lanes' WQEs: on
     // amdgcn the batch is one wavefront, whose stores this fence's wait covers (one instruction
     // stream); on the host backend the batch is this lane alone.
-    if constexpr (requires { Provider::prepare_submit(ep, base, next); })
-      Provider::prepare_submit(ep, base, next);
+    Provider::prepare_submit(ep, base, next);
     platform::fence<MemOrder::Release, MemScope::System>();
     Provider::ring_doorbell(ep, next, last_wqe);  // the only doorbell call site
     // Release: the next ringer's acquire orders its doorbell after ours (see above).
@@ -291,7 +291,7 @@ struct RdmaEngine {
 
   // The queue's indices for the device-error record (low 32 bits). `completed`: the WQEs known
   // complete (ep.completed unless an error CQE says more).
-  MORI_DEVICE MORI_COLD_INLINE static shmem::QueueNote note(const RdmaEndpoint& ep,
+  MORI_DEVICE MORI_COLD_INLINE static state::QueueNote note(const RdmaEndpoint& ep,
                                                             uint64_t completed = kFromEndpoint) {
     return {ep.qpn, static_cast<uint32_t>(load(&ep.submitted)),
             static_cast<uint32_t>(completed == kFromEndpoint ? load(&ep.completed) : completed),
@@ -299,7 +299,7 @@ struct RdmaEngine {
   }
 
   // "qp 7 posted 12, completed 10, cq consumed 3 (PE 1)"
-  MORI_DEVICE MORI_COLD_INLINE static void describe_queue(shmem::Message& m, const RdmaEndpoint& ep,
+  MORI_DEVICE MORI_COLD_INLINE static void describe_queue(state::Message& m, const RdmaEndpoint& ep,
                                                           int pe,
                                                           uint64_t completed = kFromEndpoint) {
     m << "qp " << ep.qpn << " posted " << load(&ep.submitted) << ", completed "
@@ -309,9 +309,9 @@ struct RdmaEngine {
 
   [[noreturn]] MORI_DEVICE MORI_COLD_INLINE static void time_out(const RdmaEndpoint& ep, int pe,
                                                                  const char* call) {
-    shmem::fail({shmem::DeviceErrorCode::kTimeout, pe, 0, load(&ep.completed), true, note(ep)},
-                [&](shmem::Message& m) {
-                  shmem::detail::timeout_prefix(m, call);
+    state::fail({state::DeviceErrorCode::kTimeout, pe, 0, load(&ep.completed), true, note(ep)},
+                [&](state::Message& m) {
+                  state::timeout_prefix(m, call);
                   describe_queue(m, ep, pe);
                 });
   }

@@ -13,8 +13,8 @@ namespace mori::backend {
 
 namespace {
 
-constexpr const char* kStatesSymbol =
-    "_ZN4mori5shmem15globalGpuStatesE";  // mori::shmem::globalGpuStates
+// mori::shmem::globalGpuStates
+constexpr const char* kStatesSymbol = "_ZN4mori5shmem15globalGpuStatesE";
 constexpr const char* kAbiSymbol = "mori_shmem_gpu_states_abi_version";
 
 Status check(hipError_t e, const char* what) {
@@ -59,7 +59,7 @@ void free_host_visible(void* p) { (void)hipHostFree(p); }
 
 Status synchronize() { return check(hipDeviceSynchronize(), "hipDeviceSynchronize"); }
 
-Status publish(const shmem::GpuStates& states) {
+Status publish(const state::GpuStates& states) {
   std::lock_guard lock(symbols_mu);
   for (const void* symbol : symbols())
     MORI_TRY(check(hipMemcpyToSymbol(symbol, &states, sizeof states),
@@ -67,7 +67,7 @@ Status publish(const shmem::GpuStates& states) {
   return {};
 }
 
-Status publish_to_module(void* module, const shmem::GpuStates& states) {
+Status publish_to_module(void* module, const state::GpuStates& states) {
   if (!module) return Status::error("module is null");
   auto mod = static_cast<hipModule_t>(module);
   hipDeviceptr_t ptr = nullptr;
@@ -76,9 +76,9 @@ Status publish_to_module(void* module, const shmem::GpuStates& states) {
     return Status::error(std::string("the module defines no mori::shmem::globalGpuStates (") +
                          kStatesSymbol + "): link it with libmori_shmem_device.bc");
   }
-  if (bytes != sizeof(shmem::GpuStates)) {
+  if (bytes != sizeof(state::GpuStates)) {
     return Status::error("the module's globalGpuStates is " + std::to_string(bytes) +
-                         " bytes, this runtime's is " + std::to_string(sizeof(shmem::GpuStates)) +
+                         " bytes, this runtime's is " + std::to_string(sizeof(state::GpuStates)) +
                          ": the module was built for another device-state ABI");
   }
   hipDeviceptr_t version_ptr = nullptr;
@@ -87,13 +87,13 @@ Status publish_to_module(void* module, const shmem::GpuStates& states) {
       version_bytes == sizeof(uint32_t)) {
     uint32_t version = 0;
     MORI_TRY(check(hipMemcpyDtoH(&version, version_ptr, sizeof version), "hipMemcpyDtoH"));
-    if (version != shmem::kGpuStatesAbiVersion) {
+    if (version != state::kGpuStatesAbiVersion) {
       return Status::error("the module was built for device-state ABI version " +
                            std::to_string(version) + ", this runtime provides version " +
-                           std::to_string(shmem::kGpuStatesAbiVersion));
+                           std::to_string(state::kGpuStatesAbiVersion));
     }
   }
-  return check(hipMemcpyHtoD(ptr, const_cast<shmem::GpuStates*>(&states), sizeof states),
+  return check(hipMemcpyHtoD(ptr, const_cast<state::GpuStates*>(&states), sizeof states),
                "hipMemcpyHtoD");
 }
 

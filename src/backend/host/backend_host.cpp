@@ -10,14 +10,14 @@
 #include "runtime/backend.hpp"
 
 namespace mori::shmem {
-GpuStates globalGpuStates{};
+state::GpuStates globalGpuStates{};
 }  // namespace mori::shmem
 
 namespace mori::backend {
 
 namespace {
-constexpr const char* kStatesSymbol =
-    "_ZN4mori5shmem15globalGpuStatesE";  // mori::shmem::globalGpuStates
+// mori::shmem::globalGpuStates
+constexpr const char* kStatesSymbol = "_ZN4mori5shmem15globalGpuStatesE";
 constexpr const char* kAbiSymbol = "mori_shmem_gpu_states_abi_version";
 }  // namespace
 
@@ -41,12 +41,12 @@ void free_host_visible(void* p) { std::free(p); }
 
 Status synchronize() { return {}; }
 
-Status publish(const shmem::GpuStates& states) {
+Status publish(const state::GpuStates& states) {
   shmem::globalGpuStates = states;
   return {};
 }
 
-Status publish_to_module(void* module, const shmem::GpuStates& states) {
+Status publish_to_module(void* module, const state::GpuStates& states) {
   if (!module) return Status::error("module is null");
   dlerror();
   void* symbol = dlsym(module, kStatesSymbol);
@@ -58,16 +58,16 @@ Status publish_to_module(void* module, const shmem::GpuStates& states) {
   Dl_info info;
   ElfW(Sym)* sym = nullptr;
   if (dladdr1(symbol, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) && sym &&
-      sym->st_size != sizeof(shmem::GpuStates)) {
+      sym->st_size != sizeof(state::GpuStates)) {
     return Status::error("the module's globalGpuStates is " + std::to_string(sym->st_size) +
-                         " bytes, this runtime's is " + std::to_string(sizeof(shmem::GpuStates)) +
+                         " bytes, this runtime's is " + std::to_string(sizeof(state::GpuStates)) +
                          ": the module was built for another device-state ABI");
   }
   if (auto* version = static_cast<const uint32_t*>(dlsym(module, kAbiSymbol));
-      version && *version != shmem::kGpuStatesAbiVersion) {
+      version && *version != state::kGpuStatesAbiVersion) {
     return Status::error("the module was built for device-state ABI version " +
                          std::to_string(*version) + ", this runtime provides version " +
-                         std::to_string(shmem::kGpuStatesAbiVersion));
+                         std::to_string(state::kGpuStatesAbiVersion));
   }
   if (symbol != &shmem::globalGpuStates) std::memcpy(symbol, &states, sizeof states);
   return {};

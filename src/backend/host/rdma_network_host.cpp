@@ -9,7 +9,7 @@ namespace mori::runtime {
 Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
                          std::unique_ptr<RdmaNetwork>* out, bool* no_devices) {
   *no_devices = false;
-  if (rt.settings.device_nic != shmem::Nic::kNone)
+  if (rt.settings.device_nic != state::Nic::kNone)
     return backend::open_softnic_network(rt, needs_rdma, out);
   // Lanes are host threads: queue memory is reached where it is.
   return rdma::open_verbs_rdma(rt, needs_rdma, nullptr, nullptr, out, no_devices);

@@ -30,7 +30,7 @@ namespace mori::backend {
 namespace {
 
 using runtime::Runtime;
-using transport::RdmaEndpoint;
+using state::RdmaEndpoint;
 
 constexpr uint32_t kIbufSlots = 256;
 constexpr uint32_t kKeySalt = 0x5a000000;
@@ -52,11 +52,11 @@ Block zeroed(uint64_t bytes) {
   return Block(p);
 }
 
-const softnic::Codec& codec_of(shmem::Nic nic) {
+const softnic::Codec& codec_of(state::Nic nic) {
   switch (nic) {
-    case shmem::Nic::kBnxt:
+    case state::Nic::kBnxt:
       return softnic::bnxt_codec();
-    case shmem::Nic::kIonic:
+    case state::Nic::kIonic:
       return softnic::ionic_codec();
     default:
       return softnic::mlx5_codec();
@@ -65,7 +65,7 @@ const softnic::Codec& codec_of(shmem::Nic nic) {
 
 class SoftNicNetwork final : public runtime::RdmaNetwork {
  public:
-  SoftNicNetwork(Runtime& rt, shmem::Nic nic) : rt_(rt), nic_(nic) {}
+  SoftNicNetwork(Runtime& rt, state::Nic nic) : rt_(rt), nic_(nic) {}
   ~SoftNicNetwork() override {
     if (softnic_) softnic_->stop();
   }
@@ -86,7 +86,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     std::vector<softnic::ServedEndpoint> served;
     int used = 0;
     for (int pe = 0; pe < n; ++pe) used += needs_rdma[pe] ? qps : 0;
-    ibufs_ = zeroed(transport::ibuf_words(kIbufSlots) * 8 * std::max(used, 1));
+    ibufs_ = zeroed(state::ibuf_words(kIbufSlots) * 8 * std::max(used, 1));
     if (!ibufs_) return Status::error("software NIC: out of memory for the ibufs");
     int k = 0;
     for (int pe = 0; pe < n; ++pe) {
@@ -94,10 +94,10 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
       for (int q = 0; q < qps; ++q, ++k) {
         RdmaEndpoint& ep = eps[pe * qps + q];
         uint64_t* ibuf =
-            reinterpret_cast<uint64_t*>(ibufs_.get()) + k * transport::ibuf_words(kIbufSlots);
+            reinterpret_cast<uint64_t*>(ibufs_.get()) + k * state::ibuf_words(kIbufSlots);
         MORI_TRY(init_endpoint(ep, sq_wqes, 0x100 + static_cast<uint32_t>(pe * qps + q), ibuf));
         local_.push_back({reinterpret_cast<uint64_t>(ibuf),
-                          transport::ibuf_registered_bytes(kIbufSlots),
+                          state::ibuf_registered_bytes(kIbufSlots),
                           key_for(rt_.rank, kIbufSerial)});
         served.push_back({&ep, pe});
       }
@@ -112,13 +112,13 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     }
     softnic::SoftNicOptions options;
     options.log_prefix =
-        "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + shmem::nic_name(nic_) + "): ";
+        "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + state::nic_name(nic_) + "): ";
     softnic_ =
         std::make_unique<softnic::SoftNic>(codec_of(nic_), std::move(served), table(), options);
     return softnic_->start();
   }
 
-  shmem::Nic nic() const override { return nic_; }
+  state::Nic nic() const override { return nic_; }
   RdmaEndpoint* device_endpoints() const override {
     return reinterpret_cast<RdmaEndpoint*>(endpoints_.get());
   }
@@ -167,9 +167,9 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   // initial state, doorbell record and register, and its ibuf.
   Status init_endpoint(RdmaEndpoint& ep, uint32_t sq_wqes, uint32_t qpn, uint64_t* ibuf) {
     switch (nic_) {
-      case shmem::Nic::kBnxt:
+      case state::Nic::kBnxt:
         return init_endpoint<provider::Bnxt>(ep, sq_wqes, qpn, ibuf);
-      case shmem::Nic::kIonic:
+      case state::Nic::kIonic:
         return init_endpoint<provider::Ionic>(ep, sq_wqes, qpn, ibuf);
       default:
         return init_endpoint<provider::Mlx5>(ep, sq_wqes, qpn, ibuf);
@@ -196,7 +196,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     ep.ibuf_slots = kIbufSlots;
     ep.ibuf_lkey = key_for(rt_.rank, kIbufSerial);
     ep.provider_word[0] = 4096;  // BNXT: the path MTU (bnxt.hpp kWordMtu)
-    for (uint32_t s = 0; s < kIbufSlots; ++s) ibuf[transport::ibuf_tickets(kIbufSlots) + s] = s;
+    for (uint32_t s = 0; s < kIbufSlots; ++s) ibuf[state::ibuf_tickets(kIbufSlots) + s] = s;
     blocks_.push_back(std::move(sq));
     blocks_.push_back(std::move(cq));
     blocks_.push_back(std::move(words));
@@ -204,7 +204,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   }
 
   Runtime& rt_;
-  shmem::Nic nic_;
+  state::Nic nic_;
   std::vector<int> pids_;
   uint32_t heap_lkey_ = 0;
   std::vector<uint32_t> heap_rkeys_;

@@ -1,7 +1,8 @@
 // The software NIC's BNXT codec: reads the SQ doorbell, parses static-mode send WQEs back into work
-// requests, and writes requester CQEs as a bnxt_re NIC does. Layouts: include/mori/provider/
-// bnxt_defs.hpp (rdma-core providers/bnxt_re). The WQE bytes are untrusted: every field is
-// checked before it is used, and nothing is read outside the entry's Bnxt::kWqeBytes.
+// requests, and writes requester CQEs as a bnxt_re NIC does. Layouts:
+// include/mori/provider/bnxt_defs.hpp (rdma-core providers/bnxt_re). The WQE bytes are untrusted:
+// every field is checked before it is used, and nothing is read outside the entry's
+// Bnxt::kWqeBytes.
 #include <atomic>
 #include <cinttypes>
 #include <cstdarg>
@@ -52,7 +53,7 @@ Segment slot(const uint8_t* wqe, uint32_t index) {
 // engine never reserves more than sq_wqes past the completed index, which trails `last`. A value
 // outside that window (not a valid SQ doorbell of this QP, or one older than `last`) announces
 // nothing new.
-uint64_t announced(const transport::RdmaEndpoint& ep, uint64_t last) {
+uint64_t announced(const state::RdmaEndpoint& ep, uint64_t last) {
   if (ep.db == nullptr) return last;
   const uint64_t value = std::atomic_ref<uint64_t>(*ep.db).load(std::memory_order_acquire);
   const bnxt_re_db_hdr hdr = db_hdr_from_value(value);
@@ -169,7 +170,7 @@ uint32_t bnxt_status(CompletionStatus status) {
 // alike (the kernel's bnxt_qplib_cq_process_req retires WQEs up to it). The phase word goes last,
 // with release ordering, so a poller that sees the new phase sees the whole CQE. The qp_handle
 // the hardware echoes (the driver's create_qp cookie) is stood in for by the QP number.
-void complete(transport::RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index,
+void complete(state::RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index,
               const WorkRequest& /*wr*/, CompletionStatus status) {
   const uint64_t n = *cq_produced;
   uint8_t* cqe = ep.cq + (n & (ep.cq_entries - 1)) * Bnxt::kCqeBytes;

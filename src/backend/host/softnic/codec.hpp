@@ -12,7 +12,7 @@
 #include <string>
 
 #include "mori/provider/work_request.hpp"
-#include "mori/transport/rdma_endpoint.hpp"
+#include "mori/state/rdma_endpoint.hpp"
 
 namespace mori::softnic {
 
@@ -32,14 +32,14 @@ struct Codec {
   uint32_t cqe_bytes;
   // The SQ index (64-bit, exclusive) the driver has announced through the doorbell record and
   // register. `last` is the previous answer: providers with 16-bit counters extend theirs from it.
-  uint64_t (*announced)(const transport::RdmaEndpoint& ep, uint64_t last);
+  uint64_t (*announced)(const state::RdmaEndpoint& ep, uint64_t last);
   // Decodes the WQE for SQ index `index` (its bytes: wqe_bytes at `wqe`). On garbage returns false
   // and says why; `wr->inline_data` may point into `wqe`.
   bool (*decode)(const void* wqe, uint64_t index, provider::WorkRequest* wr, std::string* why);
   // Writes the completion of WQE `index` into the endpoint's CQ as the hardware would, advancing
   // *cq_produced (completions written so far). Called for every signalled request and every failed
   // one.
-  void (*complete)(transport::RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index,
+  void (*complete)(state::RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index,
                    const provider::WorkRequest& wr, CompletionStatus status);
 };
 

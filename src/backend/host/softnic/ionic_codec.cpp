@@ -20,7 +20,7 @@ namespace {
 
 using provider::Opcode;
 using provider::WorkRequest;
-using transport::RdmaEndpoint;
+using state::RdmaEndpoint;
 
 // The flags the provider may set; SOL and the SPEC formats are never posted by the engine (and
 // rdma-core rejects SOL on RDMA and atomic requests).

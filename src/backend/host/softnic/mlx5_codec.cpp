@@ -19,7 +19,7 @@ namespace {
 using namespace mori::provider;  // the vendor's MLX5_* names and segment structs
 using platform::MemOrder;
 using platform::MemScope;
-using transport::RdmaEndpoint;
+using state::RdmaEndpoint;
 
 constexpr uint32_t kSegBytes = 16;  // ds counts these
 constexpr uint32_t kMaxDs = MLX5_SEND_WQE_BB / kSegBytes;

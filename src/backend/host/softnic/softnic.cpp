@@ -155,7 +155,7 @@ void SoftNic::run() {
 // Processes every WQE announced on q since the last call, in order. Returns whether it did work.
 bool SoftNic::service(Queue& q) {
   if (q.broken) return false;
-  transport::RdmaEndpoint& ep = *q.served.ep;
+  state::RdmaEndpoint& ep = *q.served.ep;
   const uint64_t announced = codec_.announced(ep, q.announced);
   if (announced == q.announced) return false;
   q.announced = announced;

@@ -5,8 +5,8 @@
 // and writes the completion in the provider's format.
 //
 // The runtime creates one per PE when PEs are reached over RDMA on the host backend
-// (backend/host/rdma_softnic.cpp), with the tables built from the heaps' peer_base() mappings and
-// the keys PEs derive in step; buffer_register updates them (set_memory).
+// (backend/host/softnic_network.cpp), with the tables built from the heaps' peer_base() mappings
+// and the keys PEs derive in step; buffer_register updates them (set_memory).
 //
 // Error semantics, as an RC QP: the first failed request completes with its error status and puts
 // the QP in the error state. Later WQEs of that QP are neither executed nor completed. A real NIC
@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "backend/host/softnic/codec.hpp"
+#include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
-#include "mori/transport/rdma_endpoint.hpp"
 
 namespace mori::softnic {
 
@@ -63,7 +63,7 @@ struct MemoryTable {
 };
 
 struct ServedEndpoint {
-  transport::RdmaEndpoint* ep;
+  state::RdmaEndpoint* ep;
   int target_pe;  // the PE whose memory this QP's remote addresses name
 };
 
