@@ -57,42 +57,30 @@ struct P2p {
         reinterpret_cast<T*>(address(call, src)));
   }
 
-  // Any code of the ABI's atomicType on a 32- or 64-bit integer. Non-fetching codes return 0.
+  // Any code of the ABI's atomicType on a 32- or 64-bit integer. Non-fetching codes return 0. One
+  // case per row of the AMO table, each a single instruction, so that a run-time code (the generic
+  // calls, put_signal's signal) costs a jump table and no decoding of the row.
   template <typename T>
   MORI_DEVICE static T amo(const char* call, state::atomicType op, const RemoteTarget& dst, T value,
                            T compare) {
     T* p = reinterpret_cast<T*>(address(call, dst));
-    constexpr MemOrder kO = MemOrder::Relaxed;  // OpenSHMEM AMOs order nothing; fence and quiet do
-    constexpr MemScope kS = MemScope::System;
-    const state::AmoRow row = state::amo_row(op);
-    const T operand = state::amo_operand(row, value);
-    // The instruction returns the old value; a non-fetching code gives 0 (and a constant one lets
-    // the compiler drop the return).
-    auto result = [&](T old) { return row.fetch ? old : T{0}; };
-    switch (row.kind) {
-      case state::AmoKind::kAdd:
-        return result(platform::atomic_fetch_add<kO, kS>(p, operand));
-      case state::AmoKind::kAnd:
-        return result(platform::atomic_fetch_and<kO, kS>(p, operand));
-      case state::AmoKind::kOr:
-        return result(platform::atomic_fetch_or<kO, kS>(p, operand));
-      case state::AmoKind::kXor:
-        return result(platform::atomic_fetch_xor<kO, kS>(p, operand));
-      case state::AmoKind::kSet:  // a fetching set is a swap
-        if (row.fetch) return platform::atomic_exchange<kO, kS>(p, operand);
-        platform::atomic_store<kO, kS>(p, operand);
-        return T{0};
-      case state::AmoKind::kLoad:
-        return platform::atomic_load<kO, kS>(p);
-      case state::AmoKind::kCompareSwap:
-        return platform::atomic_compare_swap<kO, kS>(p, compare, operand);
+    switch (op) {
+#define MORI_P2P_AMO(code, number, kind, arg, fetch, ...)                                         \
+  case state::code:                                                                               \
+    if constexpr (state::AmoKind::kind != state::AmoKind::kNone)                                  \
+      return apply<state::AmoRow{state::AmoKind::kind, state::AmoArg::arg, fetch != 0}>(p, value, \
+                                                                                        compare); \
+    break;
+      MORI_FOR_EACH_AMO(MORI_P2P_AMO)
+#undef MORI_P2P_AMO
       default:
-        state::fail({state::DeviceErrorCode::kBadArgument, dst.pe, reinterpret_cast<uint64_t>(p)},
-                    [&](state::Message& m) {
-                      m << call << ": " << static_cast<int>(op)
-                        << " is not an atomic operation code (PE " << dst.pe << ")";
-                    });
+        break;
     }
+    state::fail({state::DeviceErrorCode::kBadArgument, dst.pe, reinterpret_cast<uint64_t>(p)},
+                [&](state::Message& m) {
+                  m << call << ": " << static_cast<int>(op)
+                    << " is not an atomic operation code (PE " << dst.pe << ")";
+                });
   }
 
   // The data, then the signal: the release fence keeps the peer from seeing the signal before the
@@ -105,7 +93,13 @@ struct P2p {
     S::sync();
     if (S::leader()) {
       platform::fence<MemOrder::Release, MemScope::System>();
-      amo<uint64_t>(call, op, signal, value, 0);
+      // SIGNAL_ADD adds, SIGNAL_SET sets (the device API admits no other code; as over RDMA, an
+      // unchecked build treats any other as a set).
+      uint64_t* word = reinterpret_cast<uint64_t*>(address(call, signal));
+      if (op == state::SIGNAL_ADD)
+        apply<state::amo_row(state::SIGNAL_ADD)>(word, value, uint64_t{0});
+      else
+        apply<state::amo_row(state::SIGNAL_SET)>(word, value, uint64_t{0});
     }
   }
 
@@ -114,6 +108,36 @@ struct P2p {
   }
   MORI_DEVICE static void fence(int /*pe*/, int /*qp*/) {
     platform::fence<MemOrder::Release, MemScope::System>();
+  }
+
+ private:
+  // Row R of the AMO table on *p, as one relaxed system-scope instruction: OpenSHMEM AMOs order
+  // nothing (fence and quiet do). A non-fetching row ignores the old value, so the compiler emits
+  // the non-returning form.
+  template <state::AmoRow R, typename T>
+  MORI_DEVICE static T apply(T* p, T value, T compare) {
+    constexpr MemOrder kO = MemOrder::Relaxed;
+    constexpr MemScope kS = MemScope::System;
+    const T operand = state::amo_operand(R, value);
+    T old{};
+    if constexpr (R.kind == state::AmoKind::kAdd) {
+      old = platform::atomic_fetch_add<kO, kS>(p, operand);
+    } else if constexpr (R.kind == state::AmoKind::kAnd) {
+      old = platform::atomic_fetch_and<kO, kS>(p, operand);
+    } else if constexpr (R.kind == state::AmoKind::kOr) {
+      old = platform::atomic_fetch_or<kO, kS>(p, operand);
+    } else if constexpr (R.kind == state::AmoKind::kXor) {
+      old = platform::atomic_fetch_xor<kO, kS>(p, operand);
+    } else if constexpr (R.kind == state::AmoKind::kSet && R.fetch) {  // a swap
+      old = platform::atomic_exchange<kO, kS>(p, operand);
+    } else if constexpr (R.kind == state::AmoKind::kSet) {
+      platform::atomic_store<kO, kS>(p, operand);
+    } else if constexpr (R.kind == state::AmoKind::kLoad) {
+      old = platform::atomic_load<kO, kS>(p);
+    } else if constexpr (R.kind == state::AmoKind::kCompareSwap) {
+      old = platform::atomic_compare_swap<kO, kS>(p, compare, operand);
+    }
+    return R.fetch ? old : T{0};
   }
 };
 

@@ -109,7 +109,7 @@ struct Rdma {
       case state::AmoKind::kLoad:  // a fetch-add of 0
         if constexpr (kNative) {
           WorkRequest wr = atomic(dst, Opcode::kFetchAdd, operand, 0, sizeof(T));
-          if (row.fetch) return static_cast<T>(Engine::fetch(ep, wr, dst.pe));
+          if (state::is_fetching(op)) return static_cast<T>(Engine::fetch(ep, wr, dst.pe));
           Engine::discard_result(ep, wr);
           Engine::post(ep, wr, dst.pe);
           return 0;
@@ -133,7 +133,7 @@ struct Rdma {
     }
     const U old = compare_swap_loop<U>(
         ep, dst, [&](U current) { return state::amo_apply(row.kind, current, operand, c); });
-    return row.fetch ? static_cast<T>(old) : T{0};
+    return state::is_fetching(op) ? static_cast<T>(old) : T{0};
   }
 
   // The data, then the signal, as two consecutive WQEs of one reservation. Both are writes, or a
