@@ -123,7 +123,10 @@ void run_copy_cases(const std::vector<Case>& cases, mori::host::LaunchConfig con
 }  // namespace
 
 TEST_CASE("copy<Thread>: every size 0..4097 x every misalignment pair, and 16 MiB") {
-  run_copy_cases<mori::Thread>(sweep(true), {{1}, {1}});
+  // One thread has nothing to race, so under TSan the million-copy cross product (over 300 s
+  // there) finds nothing TSan looks for: it runs the sweep of the other scopes instead. The main
+  // suite and the ASan lane run the whole product.
+  run_copy_cases<mori::Thread>(sweep(!mori::platform::detail::kTsan), {{1}, {1}});
 }
 
 TEST_CASE("copy<Warp>: sizes 0..4097 and 16 MiB over all misalignments, 64 lanes") {
