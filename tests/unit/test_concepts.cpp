@@ -27,6 +27,7 @@ struct ProviderWithoutHooks {
   static void post_atomic(void* wqe, const WorkRequest& wr);
   static void ring_doorbell(RdmaEndpoint& ep, uint64_t next_index, const void* last_wqe);
   static CqPoll poll_cq(RdmaEndpoint& ep);
+  static uint64_t atomic_result(uint64_t raw, uint8_t width);
 };
 struct ProviderWithHooks : ProviderWithoutHooks {
   static void note_wqe(RdmaEndpoint& ep, const WorkRequest& wr);

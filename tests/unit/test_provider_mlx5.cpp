@@ -193,6 +193,16 @@ TEST_CASE("mlx5 WQE bytes: fetch-add, 64-bit and 32-bit") {
   CHECK_BYTES(post(fa32), oracle_atomic32(fa32, MLX5_OPCODE_ATOMIC_MASKED_FA));
 }
 
+TEST_CASE("mlx5 atomic results: a 4-byte one lands big-endian, an 8-byte one in host order") {
+  // The landing slot's bytes, as the NIC writes them, and the value the transport must return.
+  const uint8_t be4[8] = {0x12, 0x34, 0x56, 0x78, 0xde, 0xad, 0xbe, 0xef};  // 4 stale bytes after
+  uint64_t raw;
+  std::memcpy(&raw, be4, 8);
+  CHECK(Mlx5::atomic_result(raw, 4) == 0x12345678u);
+  const uint64_t host8 = 0x1122334455667788ull;
+  CHECK(Mlx5::atomic_result(host8, 8) == host8);
+}
+
 TEST_CASE("mlx5 WQE bytes: compare-swap, 64-bit and 32-bit") {
   const WorkRequest cs64 = request(Opcode::kCompareSwap, 10, 8);
   const WorkRequest cs32 = request(Opcode::kCompareSwap, 10, 4);

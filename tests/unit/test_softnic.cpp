@@ -213,6 +213,20 @@ void data_path() {
     std::memcpy(&counter32, &rig.heap[kCounter + 1], 4);
     CHECK(counter32 == 3u * kLanes * kIters);
     CHECK((rig.heap[kCounter + 1] >> 32) == 0);  // no carry into the neighbour
+    // The old values landed as MLX5 writes a 4-byte atomic's result: big-endian (the bytes read
+    // most significant first here, independently of the provider's decoder). They are the adds
+    // of 3 seen in some order: a permutation of 0, 3, 6, ...
+    size_t bad32 = 0;
+    std::vector<bool> seen32(kLanes * kIters, false);
+    for (size_t s = 0; s < size_t(kLanes) * kIters; ++s) {
+      const auto* b = reinterpret_cast<const uint8_t*>(&rig.local[kOld32 + s]);
+      const uint32_t old = uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | b[3];
+      if (old % 3 == 0 && old / 3 < seen32.size() && !seen32[old / 3])
+        seen32[old / 3] = true;
+      else
+        ++bad32;
+    }
+    CHECK(bad32 == 0);
   }
 }
 

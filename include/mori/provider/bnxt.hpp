@@ -47,6 +47,12 @@ struct Bnxt {
   static constexpr uint64_t sq_bytes(uint32_t wqes) {
     return uint64_t{wqes} * (kWqeBytes + sizeof(bnxt::bnxt_re_msns));
   }
+
+  // The old value of a fetching atomic from its landing slot: 8-byte atomics only, in host order
+  // (the transport never posts a 4-byte one: kNativeAtomic32 is false).
+  MORI_DEVICE static constexpr uint64_t atomic_result(uint64_t raw, uint8_t width) {
+    return width == 4 ? raw & 0xffffffffull : raw;
+  }
   // Header, extension and one SGE: the size (in slots) of every non-inline WQE we write.
   static constexpr uint32_t kSgeWqeSlots = 3;
   // poll_cq's status for a CQE that is not a requester completion: this value | its type.

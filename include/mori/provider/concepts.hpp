@@ -17,6 +17,10 @@
 //                         then the doorbell register
 //   poll_cq(ep)           consumes new completions; reports the highest completed WQE index, or a
 //                         decoded error (CqPoll)
+//   atomic_result(raw, width)
+//                         the old value of a fetching atomic of `width` bytes, in host order, from
+//                         the 8 bytes of its landing slot as the NIC wrote them (MLX5 writes a
+//                         4-byte result big-endian)
 //
 // and two hooks, which a provider without bookkeeping defines empty. They are required rather than
 // detected, so that a misspelt hook fails this concept instead of silently never being called:
@@ -51,6 +55,7 @@ concept NicProvider = requires(state::RdmaEndpoint& ep, const WorkRequest& wr, v
   P::post_atomic(wqe, wr);
   P::ring_doorbell(ep, index, last_wqe);
   { P::poll_cq(ep) } -> std::same_as<CqPoll>;
+  { P::atomic_result(index, uint8_t{4}) } -> std::same_as<uint64_t>;
   P::note_wqe(ep, wr);
   P::prepare_submit(ep, index, index);
 };

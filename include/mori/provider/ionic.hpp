@@ -55,6 +55,12 @@ struct Ionic {
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
   static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }
 
+  // The old value of a fetching atomic from its landing slot: 8-byte atomics only, in host order
+  // (the transport never posts a 4-byte one: kNativeAtomic32 is false).
+  MORI_DEVICE static constexpr uint64_t atomic_result(uint64_t raw, uint8_t width) {
+    return width == 4 ? raw & 0xffffffffull : raw;
+  }
+
   // RDMA write (IsRead = false) or read of wr.bytes between wr.local_addr/lkey and
   // wr.remote_addr/rkey, one SGE (none when bytes == 0).
   template <bool IsRead>

@@ -43,6 +43,15 @@ struct Mlx5 {
   static constexpr bool kNativeAtomic32 = true;
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
   static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }
+
+  // The old value of a fetching atomic from its landing slot. A 4-byte (extended, masked) atomic's
+  // result lands big-endian, an 8-byte one's in host order: NVSHMEM's IBGDA reads the ibuf slot and
+  // byte-swaps exactly the 4-byte results (ibgda_device.cuh, nvshmemi_ibgda_amo_fetch_impl:
+  // "if (sizeof(T) == 4) ret = BSWAP32(...)"), and UCX handles 32-bit extended atomic replies as
+  // big-endian.
+  MORI_DEVICE static constexpr uint64_t atomic_result(uint64_t raw, uint8_t width) {
+    return width == 4 ? uint64_t{__builtin_bswap32(static_cast<uint32_t>(raw))} : raw;
+  }
   // CqPoll::status: syndrome | vendor_err_synd << 8 for an error CQE; this bit | the CQE opcode for
   // a CQE a send queue never receives.
   static constexpr uint32_t kStatusUnexpectedCqe = 0x10000;

@@ -109,7 +109,9 @@ struct Rdma {
       case state::AmoKind::kLoad:  // a fetch-add of 0
         if constexpr (kNative) {
           WorkRequest wr = atomic(dst, Opcode::kFetchAdd, operand, 0, sizeof(T));
-          if (state::is_fetching(op)) return static_cast<T>(Engine::fetch(ep, wr, dst.pe));
+          if (state::is_fetching(op))
+            return static_cast<T>(
+                Provider::atomic_result(Engine::fetch(ep, wr, dst.pe), sizeof(T)));
           Engine::discard_result(ep, wr);
           Engine::post(ep, wr, dst.pe);
           return 0;
@@ -117,8 +119,9 @@ struct Rdma {
         break;  // emulated below
       case state::AmoKind::kCompareSwap:
         if constexpr (kNative)
-          return static_cast<T>(
-              Engine::fetch(ep, atomic(dst, Opcode::kCompareSwap, operand, c, sizeof(T)), dst.pe));
+          return static_cast<T>(Provider::atomic_result(
+              Engine::fetch(ep, atomic(dst, Opcode::kCompareSwap, operand, c, sizeof(T)), dst.pe),
+              sizeof(T)));
         break;
       case state::AmoKind::kSet:  // a NIC has no atomic set, swap, and, or or xor
       case state::AmoKind::kAnd:
@@ -268,9 +271,8 @@ struct Rdma {
     constexpr uint8_t kWidth = kWide ? 8 : sizeof(U);
     auto post = [&](Opcode op, uint64_t operand, uint64_t compare) {
       const WorkRequest wr = atomic(word, op, operand, compare, kWidth);
-      const uint64_t got = Engine::fetch(ep, wr, t.pe);
-      // A 4-byte NIC atomic returns 4 bytes; the slot's other 4 are stale.
-      return kWidth == 4 ? got & 0xffffffffull : got;
+      // A 4-byte NIC atomic writes 4 bytes (the slot's other 4 are stale), in the provider's order.
+      return Provider::atomic_result(Engine::fetch(ep, wr, t.pe), kWidth);
     };
     auto narrow = [&](uint64_t w) { return static_cast<U>(kWide ? w >> shift : w); };
     auto widen = [&](uint64_t w, U value) {

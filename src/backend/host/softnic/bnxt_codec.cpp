@@ -189,8 +189,8 @@ void complete(state::RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index,
 }  // namespace
 
 const Codec& bnxt_codec() {
-  static const Codec codec{Bnxt::kName, Bnxt::kWqeBytes, Bnxt::kCqeBytes,
-                           announced,   decode,          complete};
+  static const Codec codec{
+      Bnxt::kName, Bnxt::kWqeBytes, Bnxt::kCqeBytes, announced, decode, complete, false};
   return codec;
 }
 

@@ -41,6 +41,10 @@ struct Codec {
   // one.
   void (*complete)(state::RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index,
                    const provider::WorkRequest& wr, CompletionStatus status);
+  // How the NIC writes the old value of a 4-byte atomic into the requester's memory: big-endian on
+  // MLX5 (extended atomics), which NVSHMEM's and ROCm/mori's IBGDA byte-swap after reading it.
+  // 8-byte results land in host order on every NIC.
+  bool result32_big_endian;
 };
 
 const Codec& mlx5_codec();

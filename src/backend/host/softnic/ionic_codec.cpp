@@ -177,9 +177,13 @@ void complete(RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index, const Wor
 }  // namespace
 
 const Codec& ionic_codec() {
-  static const Codec codec{
-      "ionic", sizeof(provider::ionic_v1_wqe), sizeof(provider::ionic_v1_cqe), announced, decode,
-      complete};
+  static const Codec codec{"ionic",
+                           sizeof(provider::ionic_v1_wqe),
+                           sizeof(provider::ionic_v1_cqe),
+                           announced,
+                           decode,
+                           complete,
+                           false};
   return codec;
 }
 

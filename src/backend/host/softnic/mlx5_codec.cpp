@@ -240,8 +240,8 @@ void complete(RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index, const Wor
 }  // namespace
 
 const Codec& mlx5_codec() {
-  static const Codec codec{Mlx5::kName, Mlx5::kWqeBytes, Mlx5::kCqeBytes,
-                           announced,   decode,          complete};
+  static const Codec codec{
+      Mlx5::kName, Mlx5::kWqeBytes, Mlx5::kCqeBytes, announced, decode, complete, true};
   return codec;
 }
 

@@ -281,10 +281,15 @@ CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::st
       *why = "atomic target " + hex(wr.remote_addr) + " misaligned in this process's mapping";
       return CompletionStatus::kRemoteInvalidRequest;
     }
-    const uint64_t old = wr.width == 8 ? remote_atomic<uint64_t>(remote.mapped, wr)
-                                       : uint64_t{remote_atomic<uint32_t>(remote.mapped, wr)};
-    // The old value's bytes as the responder returns them (little-endian host: the low bytes).
-    std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, wr.width);
+    if (wr.width == 8) {
+      const uint64_t old = remote_atomic<uint64_t>(remote.mapped, wr);
+      std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, 8);  // host order
+    } else {
+      uint32_t old = remote_atomic<uint32_t>(remote.mapped, wr);
+      if (codec_.result32_big_endian)
+        old = __builtin_bswap32(old);  // the bytes as the NIC lands them
+      std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, 4);
+    }
     return CompletionStatus::kSuccess;
   }
   switch (wr.opcode) {
