@@ -18,7 +18,6 @@ namespace {
 constexpr int kMrAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 // The most RDMA reads and atomics in flight per QP that we ask for (the device may allow fewer).
-constexpr int kMaxRdAtomic = 16;
 
 Status errno_error(const std::string& call, int err) {
   return Status::error("rdma: " + call + " failed: " + std::strerror(err ? err : EIO));
@@ -67,6 +66,11 @@ struct DeviceListDeleter {
 };
 
 }  // namespace
+
+RdAtomicDepths rd_atomic_depths(int max_qp_rd_atom, int max_qp_init_rd_atom) {
+  return {std::clamp(max_qp_init_rd_atom, 1, kMaxRdAtomic),
+          std::clamp(max_qp_rd_atom, 1, kMaxRdAtomic)};
+}
 
 Status VerbsNetwork::agree(const Status& local, const char* step) {
   const uint8_t mine = local.ok() ? 0 : 1;
@@ -145,8 +149,9 @@ Status VerbsNetwork::open_device(bool* none) {
   if (!context_) return errno_error("ibv_open_device(" + device_name_ + ")", errno);
   ibv_device_attr dev{};
   if (int rc = ibv_query_device(context_, &dev)) return errno_error("ibv_query_device", rc);
-  max_rd_atomic_ = std::clamp(dev.max_qp_rd_atom, 1, kMaxRdAtomic);
-  max_dest_rd_atomic_ = std::clamp(dev.max_qp_init_rd_atom, 1, kMaxRdAtomic);
+  const RdAtomicDepths depths = rd_atomic_depths(dev.max_qp_rd_atom, dev.max_qp_init_rd_atom);
+  max_rd_atomic_ = depths.initiator;
+  max_dest_rd_atomic_ = depths.responder;
   if (!(dev.atomic_cap == IBV_ATOMIC_HCA || dev.atomic_cap == IBV_ATOMIC_GLOB))
     return Status::error("rdma: " + device_name_ + " has no RDMA atomics");
   const std::string where = device_name_ + " port " + std::to_string(port_);

@@ -54,6 +54,19 @@ using MapToDevice = std::function<Status(void* host, size_t bytes, bool mmio, vo
 // Undoes one successful MapToDevice call (the destructor calls it, in reverse order).
 using UnmapFromDevice = std::function<void(void* host, bool mmio)>;
 
+// A QP's depths of outstanding RDMA reads and atomics, from the device's limits (ibv_device_attr):
+// as the initiator (ibv_qp_attr::max_rd_atomic, set at RTS with IBV_QP_MAX_QP_RD_ATOMIC) at most
+// max_qp_init_rd_atom, as the responder (max_dest_rd_atomic, set at RTR with
+// IBV_QP_MAX_DEST_RD_ATOMIC) at most max_qp_rd_atom (ibv_query_device(3), ibv_modify_qp(3);
+// librdmacm's cma.c bounds its initiator_depth by max_qp_init_rd_atom the same way). Each is at
+// least 1 and at most kMaxRdAtomic.
+inline constexpr int kMaxRdAtomic = 16;
+struct RdAtomicDepths {
+  int initiator;  // max_rd_atomic
+  int responder;  // max_dest_rd_atomic
+};
+RdAtomicDepths rd_atomic_depths(int max_qp_rd_atom, int max_qp_init_rd_atom);
+
 struct VerbsConfig {
   std::string nic;  // MORI_DEVICE_NIC: "mlx5" (or "" for mlx5), "bnxt", "ionic"
   int rank = 0;

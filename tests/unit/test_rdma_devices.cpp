@@ -191,3 +191,18 @@ TEST_CASE("rdma devices: open without devices still refuses a bad filter and an 
   CHECK(net == nullptr);
   CHECK(boot.calls == 3);  // every failure still took part in the agreement
 }
+
+TEST_CASE("rdma: a QP's read/atomic depths pair the initiator with max_qp_init_rd_atom") {
+  // ConnectX-like limits where the two differ: the initiator (RTS max_rd_atomic) takes
+  // max_qp_init_rd_atom, the responder (RTR max_dest_rd_atomic) max_qp_rd_atom.
+  const mori::rdma::RdAtomicDepths d = mori::rdma::rd_atomic_depths(/*max_qp_rd_atom=*/16,
+                                                                    /*max_qp_init_rd_atom=*/8);
+  CHECK(d.initiator == 8);
+  CHECK(d.responder == 16);
+  const mori::rdma::RdAtomicDepths low = mori::rdma::rd_atomic_depths(0, 0);
+  CHECK(low.initiator == 1);  // at least one outstanding read or atomic
+  CHECK(low.responder == 1);
+  const mori::rdma::RdAtomicDepths high = mori::rdma::rd_atomic_depths(255, 128);
+  CHECK(high.initiator == mori::rdma::kMaxRdAtomic);
+  CHECK(high.responder == mori::rdma::kMaxRdAtomic);
+}
