@@ -22,8 +22,8 @@ if [ "${MORI_SANITIZERS:-1}" != 0 ] && [ $# -eq 0 ]; then
   step "sanitizer lane asan" "$root/scripts/sanitize.sh" asan
   step "sanitizer lane tsan" "$root/scripts/sanitize.sh" tsan
 fi
-if [ "${MORI_FUZZ_SECONDS:-20}" != 0 ] && [ $# -eq 0 ] && [ -x "$root/scripts/fuzz.sh" ]; then
-  step "fuzzers (${MORI_FUZZ_SECONDS:-20} s each)" "$root/scripts/fuzz.sh" "${MORI_FUZZ_SECONDS:-20}"
+if [ "${MORI_FUZZ_SECONDS:-10}" != 0 ] && [ $# -eq 0 ] && [ -x "$root/scripts/fuzz.sh" ]; then
+  step "fuzzers (${MORI_FUZZ_SECONDS:-10} s each)" "$root/scripts/fuzz.sh" "${MORI_FUZZ_SECONDS:-10}"
 fi
 echo "test.sh: wall time per step (the ctest suite follows):"
 printf '  %s\n' "${steps[@]}"
