@@ -98,7 +98,7 @@ Json enums() {
   amo["AMO_SIGNAL_SET"] = static_cast<int>(state::AMO_SIGNAL_SET);  // the AMO_ spellings of 9, 10
   amo["AMO_SIGNAL_ADD"] = static_cast<int>(state::AMO_SIGNAL_ADD);
   Json cmp;
-#define MORI_CMP_ENTRY(code, number, suffix) cmp[#code] = number;
+#define MORI_CMP_ENTRY(code, number, ...) cmp[#code] = number;
   MORI_FOR_EACH_CMP(MORI_CMP_ENTRY)
 #undef MORI_CMP_ENTRY
   return {{"atomicType", amo}, {"Cmp", cmp}};

@@ -150,16 +150,17 @@ constexpr U amo_apply(AmoKind kind, U current, U operand, U compare) {
 
 // Comparison operators of wait_until / test, with OpenSHMEM 1.5's values (SHMEM_CMP_EQ = 0 ...
 // SHMEM_CMP_GE = 5, as in shmem.h of the OpenSHMEM reference implementation and NVSHMEM's
-// nvshmem_cmp_type). X(code, value, suffix of the ABI's per-comparison names).
-#define MORI_FOR_EACH_CMP(X) \
-  X(CMP_EQ, 0, eq)           \
-  X(CMP_NE, 1, ne)           \
-  X(CMP_GT, 2, gt)           \
-  X(CMP_LE, 3, le)           \
-  X(CMP_LT, 4, lt)           \
-  X(CMP_GE, 5, ge)
+// nvshmem_cmp_type). X(code, value, suffix of the ABI's per-comparison names, then the extra
+// arguments given to MORI_FOR_EACH_CMP), as with MORI_FOR_EACH_AMO.
+#define MORI_FOR_EACH_CMP(X, ...) \
+  X(CMP_EQ, 0, eq, __VA_ARGS__)   \
+  X(CMP_NE, 1, ne, __VA_ARGS__)   \
+  X(CMP_GT, 2, gt, __VA_ARGS__)   \
+  X(CMP_LE, 3, le, __VA_ARGS__)   \
+  X(CMP_LT, 4, lt, __VA_ARGS__)   \
+  X(CMP_GE, 5, ge, __VA_ARGS__)
 enum Cmp : int {
-#define MORI_CMP_ENUMERATOR(code, number, suffix) code = number,
+#define MORI_CMP_ENUMERATOR(code, number, ...) code = number,
   MORI_FOR_EACH_CMP(MORI_CMP_ENUMERATOR)
 #undef MORI_CMP_ENUMERATOR
 };
