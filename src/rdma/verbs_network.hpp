@@ -116,7 +116,7 @@ class VerbsNetwork {
   struct Queue {
     ibv_cq* cq = nullptr;
     ibv_qp* qp = nullptr;
-    uint32_t psn = 0;  // our initial send PSN, 24 bits
+    uint32_t psn = 0;  // our initial send PSN, 24 bits; a BNXT export seeds provider_state with it
   };
   struct Mapping {
     void* host;

@@ -2,8 +2,8 @@
 // operation, named and by ABI code, with exact results against a host reference on every PE; then
 // contention, every thread of a 4 x 64 grid (1 x 64 over RDMA) on every PE hammering counters on
 // one PE, where the final values must be exact and the fetched values must account for every
-// operation exactly once; then the checks of bad codes and misaligned targets, with their exact
-// messages.
+// operation exactly once; over RDMA the same on another PE's registered (non-heap) buffer; then
+// the checks of bad codes and misaligned targets, with their exact messages.
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
@@ -321,6 +321,71 @@ void run_bitwise(const Session& s) {
   }
 }
 
+// Contention on a registered (non-heap) buffer, over RDMA only: a peer's registered buffer is
+// private memory of its process, which no PE reaches but through the NIC. Every PE but the target
+// hammers the target's buffer: a fetch_add counter, a compare-swap loop counter, and fetch_or with
+// one bit per thread. The PE that owns a registered buffer is not among them: its own atomics on it
+// are local ones, and RDMA atomics are atomic with respect to the NIC's atomics only
+// (IBV_ATOMIC_HCA). Poisoned words around the counters catch a write that lands beside them.
+template <typename T>
+void run_registered(const Session& s) {
+  if (!over_rdma() || s.n < 2) return;
+  constexpr size_t kBits = 8 * sizeof(T), kGuard = 8;
+  const T poison = static_cast<T>(0x5a5a5a5a5a5a5a5aull);
+  const int target = s.n - 1;
+  const size_t writers = threads() * (s.n - 1);
+  const size_t bit_words = (threads() * s.n + kBits - 1) / kBits;
+  Registered<T> buf(2 * kGuard + 2 + bit_words, poison);
+  T* add = &buf[kGuard];
+  T* cas = &buf[kGuard + 1];
+  T* bits = &buf[kGuard + 2];
+  *add = *cas = T{};
+  for (size_t i = 0; i < bit_words; ++i) bits[i] = T{};
+  REQUIRE(shmem::barrier_all() == 0);
+  constexpr uint64_t kIdle = ~uint64_t{0};  // the target's threads take no part
+  const auto by_add = hammer(s, [&](size_t) {
+    return s.me == target ? kIdle
+                          : static_cast<uint64_t>(shmem::atomic_fetch_add(add, T{1}, target));
+  });
+  const auto by_cas = hammer(s, [&](size_t) -> uint64_t {
+    if (s.me == target) return kIdle;
+    T seen = shmem::atomic_fetch(cas, target);
+    for (T old; (old = shmem::atomic_compare_swap(cas, seen, T(seen + 1), target)) != seen;)
+      seen = old;
+    return static_cast<uint64_t>(seen);
+  });
+  hammer(s, [&](size_t g) {
+    if (s.me == target) return kIdle;
+    const T bit = static_cast<T>(T{1} << (g % kBits));
+    return static_cast<uint64_t>(shmem::atomic_fetch_or(&bits[g / kBits], bit, target));
+  });
+  std::string bad;
+  auto check = [&](const char* what, const std::vector<uint64_t>& mine, const T* counter) {
+    std::vector<uint64_t> all = gather_by_g(s, mine, target), used;
+    if (s.me != target) return;
+    for (uint64_t v : all)
+      if (v != kIdle) used.push_back(static_cast<std::make_unsigned_t<T>>(v));
+    std::string e = used.size() == writers ? permutation_error(used, 0) : "missing results";
+    if (e.empty() && static_cast<uint64_t>(*counter) != writers) e = "final value";
+    if (!e.empty()) bad += std::string(what) + ": " + e + "; ";
+  };
+  check("fetch_add", by_add, add);
+  check("compare_swap loop", by_cas, cas);
+  if (s.me == target) {
+    for (size_t g = 0; g < threads() * s.n; ++g) {
+      const bool set = (bits[g / kBits] >> (g % kBits)) & 1;
+      if (set != (static_cast<int>(g % s.n) != target)) {
+        bad += "fetch_or: bit of thread " + std::to_string(g) + "; ";
+        break;
+      }
+    }
+    for (size_t i = 0; i < kGuard; ++i)
+      if (buf[i] != poison || buf[buf.size() - 1 - i] != poison) bad += "guard word overwritten; ";
+  }
+  CHECK_MESSAGE(bad.empty(), bad);
+  REQUIRE(all_ranks(bad.empty()));
+}
+
 // ---- checks -------------------------------------------------------------------------------------
 template <typename T>
 void run_bad_arguments(const Session& s) {
@@ -404,6 +469,11 @@ TEST_CASE_TEMPLATE_DEFINE("contention: and / or / xor, fetching and not, one bit
   Session s;
   run_bitwise<T>(s);
 }
+TEST_CASE_TEMPLATE_DEFINE("contention on another PE's registered buffer: exact counts, every bit",
+                          T, registered_id) {
+  Session s;
+  run_registered<T>(s);
+}
 TEST_CASE_TEMPLATE_DEFINE("bad atomic codes and misaligned targets trap with their reason", T,
                           bad_id) {
   Session s;
@@ -414,4 +484,5 @@ TEST_CASE_TEMPLATE_APPLY(named_id, AmoTuple);
 TEST_CASE_TEMPLATE_APPLY(generic_id, AmoTuple);
 TEST_CASE_TEMPLATE_APPLY(counting_id, AmoTuple);
 TEST_CASE_TEMPLATE_APPLY(bitwise_id, AmoTuple);
+TEST_CASE_TEMPLATE_APPLY(registered_id, AmoTuple);
 TEST_CASE_TEMPLATE_APPLY(bad_id, AmoTuple);

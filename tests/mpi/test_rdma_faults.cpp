@@ -1,7 +1,8 @@
 // The RDMA engine under the software NIC's faults (MORI_SOFTNIC_FAULT) and a bad key: an error
 // completion fails the kernel with the decoded syndrome, the PE and the queue indices in the
 // device-error record; a dropped completion makes quiet time out with the queue indices; a
-// delayed doorbell only delays. Nothing hangs, and finalize works after each. Run only as
+// delayed doorbell only delays; a QP in the error state flushes what later launches post, which
+// fail at once. Nothing hangs, and finalize works after each. Run only as
 // mpi.rdma_<nic>.rdma_faults.
 #include <chrono>
 #include <string>
@@ -144,5 +145,50 @@ TEST_CASE("rdma faults: a wrong rkey completes with a remote access error naming
   CHECK(shmem::globalGpuStates.error->code ==
         static_cast<uint32_t>(DeviceErrorCode::kCompletionError));
   const_cast<state::DeviceError*>(shmem::globalGpuStates.error)->code = 0;
+  REQUIRE(all_ranks(!failure.empty()));
+}
+
+TEST_CASE(
+    "rdma faults: a QP in the error state flushes later work: the next launch fails at once") {
+  Session s;
+  const int peer = (s.me + 1) % s.n;
+  Words words;
+  auto* rkeys = const_cast<uint32_t*>(shmem::globalGpuStates.rkeys);
+  const uint32_t saved = rkeys[peer];
+  rkeys[peer] = 0xdead;
+  // A fetching atomic with a bad key breaks the QP: its own error completion.
+  std::string failure = launch_error(
+      {1}, {1}, [&] { shmem::atomic_fetch_inc(reinterpret_cast<uint32_t*>(words.d), peer); });
+  rkeys[peer] = saved;
+  CHECK_MESSAGE(contains(failure, "RDMA " + nic_name() +
+                                      " error completion: " + remote_access_text() + " (status "),
+                failure);
+  CHECK(std::string(shmem::device_error()).rfind("RDMA error completion", 0) == 0);
+  // The next launch on the broken QP, with a good key: its WQEs are flushed, and both a fetching
+  // atomic and a quiet fail at once with an error completion (MORI_SHMEM_TIMEOUT_MS is 20 s here).
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    const auto start = std::chrono::steady_clock::now();
+    failure = launch_error({1}, {1}, [&] {
+      if (round == 0) {
+        shmem::atomic_fetch_inc(words.d, peer);
+      } else {
+        shmem::p(&words.d[1], uint64_t(5), peer);
+        shmem::quiet();
+      }
+    });
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    // mlx5's collapsed CQ may still hold the first error CQE when the launch polls it.
+    const std::string head = "RDMA " + nic_name() + " error completion: ";
+    CHECK_MESSAGE((contains(failure, head + "work request flushed (status ") ||
+                   (nic_name() == "mlx5" && contains(failure, head + remote_access_text()))),
+                  failure);
+    CHECK(ms < 5000);
+    CHECK(std::string(shmem::device_error()).rfind("RDMA error completion", 0) == 0);
+  }
+  REQUIRE(shmem::barrier_all() == 0);
+  CHECK(words.d[0] == 0);  // neither the failed nor the flushed atomics touched the target
+  CHECK(words.d[1] == 0);
   REQUIRE(all_ranks(!failure.empty()));
 }

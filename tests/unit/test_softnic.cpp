@@ -88,7 +88,7 @@ struct Rig {
   std::vector<uint64_t> local = std::vector<uint64_t>(kLocalWords, 0);  // registered with kLkey
   std::unique_ptr<sn::SoftNic> nic;
 
-  explicit Rig(sn::SoftNicOptions options = no_env()) {
+  explicit Rig(sn::SoftNicOptions options = no_env(), uint32_t initial_psn = 0) {
     std::memset(sq, 0, P::sq_bytes(kSqWqes));
     // mlx5: a collapsed CQ initialised invalid; the ring CQs hold one CQE per outstanding WQE.
     const uint32_t entries = std::is_same_v<P, mp::Mlx5> ? 1 : kSqWqes;
@@ -96,12 +96,14 @@ struct Rig {
     if constexpr (std::is_same_v<P, mp::Mlx5>) cq[63] = mp::MLX5_CQE_INVALID << 4;
     ep.sq = sq, ep.cq = cq.data(), ep.dbr = dbr, ep.db = &db;
     ep.sq_wqes = kSqWqes, ep.cq_entries = entries, ep.qpn = kQpn, ep.cqn = 0x42;
-    ep.provider_word[0] = 4096;  // bnxt's path MTU
+    ep.provider_word[0] = 4096;       // bnxt's path MTU
+    ep.provider_state = initial_psn;  // bnxt's next PSN, seeded as the runtime seeds it
     sn::MemoryTable table;
     table.remote.push_back({kPe, kRemoteBase, kHeapWords * 8, kRkey, heap.data()});
     table.local.push_back({reinterpret_cast<uint64_t>(local.data()), kLocalWords * 8, kLkey});
-    nic = std::make_unique<sn::SoftNic>(
-        Traits<P>::codec(), std::vector<sn::ServedEndpoint>{{&ep, kPe}}, table, options);
+    nic = std::make_unique<sn::SoftNic>(Traits<P>::codec(),
+                                        std::vector<sn::ServedEndpoint>{{&ep, kPe, initial_psn}},
+                                        table, options);
   }
   ~Rig() {
     nic->stop();
@@ -417,6 +419,37 @@ TEST_CASE_TEMPLATE("softnic: injected doorbell delay still completes", P, MORI_P
   delayed<P>();
 }
 #undef MORI_PROVIDERS
+
+// BNXT's MSN entries count PSNs from the QP's initial send PSN, across the 24-bit wrap; an engine
+// that counts from anything else (0, as it once did) is caught by the NIC on the first WQE.
+TEST_CASE("softnic: bnxt MSN entries follow the QP's initial PSN, and a wrong count fails") {
+  constexpr uint32_t kInitial = 0xFFFFFE;
+  const uint32_t sizes[] = {1, 4096, 4097, 9000, 0};  // 1, 1, 2, 3 and 1 packets at MTU 4096
+  {
+    Rig<mp::Bnxt> rig(Rig<mp::Bnxt>::no_env(), kInitial);
+    DeviceState state(5'000'000'000);
+    rig.start();
+    const std::string failure = run_lanes(rig, 1, 1, [&](int) {
+      for (uint32_t bytes : sizes)
+        RdmaEngine<mp::Bnxt>::post(rig.ep, rig.rdma(Opcode::kWrite, rig.remote(0), 0, bytes), kPe);
+    });
+    CHECK_MESSAGE(failure.empty(), failure);
+    CHECK(rig.nic->qp_error(0).empty());
+    CHECK(rig.ep.provider_state == ((kInitial + 8) & 0xFFFFFF));  // wrapped to 6
+  }
+  Rig<mp::Bnxt> rig(Rig<mp::Bnxt>::no_env(), 0x123456);
+  rig.ep.provider_state = 0;  // the engine's count disagrees with the QP's
+  DeviceState state(5'000'000'000);
+  rig.start();
+  const std::string failure = run_lanes(rig, 1, 1, [&](int) {
+    RdmaEngine<mp::Bnxt>::post(rig.ep, rig.rdma(Opcode::kWrite, rig.remote(0), 0, 8), kPe);
+  });
+  CHECK(failure.find("error completion: remote operation") != std::string::npos);
+  rig.nic->stop();
+  CHECK(rig.nic->qp_error(0) ==
+        "WQE 0: MSN entry {start_idx 0, start_psn 0x000000, next_psn 0x000001}, expected {0, "
+        "0x123456, 0x123457} (1 packets)");
+}
 
 TEST_CASE("softnic: MORI_SOFTNIC_FAULT syntax") {
   sn::Faults f;

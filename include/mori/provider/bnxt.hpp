@@ -201,8 +201,9 @@ struct Bnxt {
   // The engine's hooks (rdma_engine.hpp). A WQE's start PSN depends on every WQE before it, so
   // the lane that writes a WQE parks its packet count in the WQE's MSN entry (the NIC reads an
   // entry only after the doorbell announces it), and the in-order submitter turns the batch's
-  // counts into entries, carrying the next PSN in ep.provider_state (24 bits, from 0: the QP's
-  // initial send PSN, which the runtime sets to 0 when it connects the QP).
+  // counts into entries, carrying the next PSN in ep.provider_state (24 bits). The runtime seeds
+  // it with the QP's initial send PSN, the sq_psn of its RTS transition (rdma-core seeds its
+  // count from attr->sq_psn in bnxt_re_modify_qp), and the NIC checks every entry against it.
   MORI_DEVICE static void note_wqe(state::RdmaEndpoint& ep, const WorkRequest& wr) {
     const uint32_t bytes =
         wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap ? 8u : wr.bytes;

@@ -35,7 +35,8 @@ struct RdmaEndpoint {
   uint64_t cq_consumed;  // CQEs consumed so far (provider's CQ consumer index)
   uint64_t ibuf_next;    // next ibuf ticket to hand out (slot = ticket % ibuf_slots)
   uint32_t poll_lock;    // 1 while one thread drains the CQ for everybody
-  uint32_t provider_state;  // provider state only the in-order submitter touches (BNXT: next PSN)
+  uint32_t provider_state;  // provider state only the in-order submitter touches (BNXT: next
+                            // PSN, which the runtime seeds with the QP's initial send PSN)
 };
 static_assert(sizeof(RdmaEndpoint) == 144, "RdmaEndpoint is part of the device-state ABI");
 

@@ -159,15 +159,20 @@ struct RdmaEngine {
       // waiters poll at once (on mlx5 every poll reports the error again; on any provider this
       // trap ends the kernel, and on the host backend the launch) instead of holding the lock.
       platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.poll_lock, 0u);
-      // Every provider's error CQE names the failed WQE: completed_through is one past it, and
-      // the WQEs before it completed.
+      // An error CQE names the failed WQE: completed_through is one past it, and the WQEs before
+      // it completed. A flush may name none (Ionic's): completed_through stays where it was.
       const uint64_t failed = p.completed_through - 1;
+      const uint64_t through = p.completed_through > load(&ep.completed) ? failed : kFromEndpoint;
       state::fail(
-          {state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(ep, failed)},
+          {state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(ep, through)},
           [&](state::Message& m) {
             m << "RDMA " << Provider::kName << " error completion: " << p.status_text << " (status "
-              << hex(p.status) << ") on WQE " << failed << ", ";
-            describe_queue(m, ep, pe, failed);
+              << hex(p.status) << ") on ";
+            if (through == kFromEndpoint)
+              m << "a WQE the CQE does not name, ";
+            else
+              m << "WQE " << failed << ", ";
+            describe_queue(m, ep, pe, through);
           });
     }
     // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote

@@ -1,7 +1,8 @@
 // RDMA over the software NIC (MORI_DEVICE_NIC=mlx5|bnxt|ionic on the host backend): this PE's
 // queue pairs live in its own memory, laid out as the provider's hardware lays them out, and one
 // SoftNic thread executes them on the target PEs' heaps (mapped here, as on one node) or, for
-// registered buffers, in the target's process through process_vm_readv / process_vm_writev.
+// registered buffers, in the target's process through process_vm_readv / process_vm_writev, its
+// atomics under a lock per target PE that every PE's NIC shares (softnic/pe_locks.hpp).
 //
 // Keys: each registration (the heap, the ibufs, each registered buffer) gets a serial number,
 // the same on every PE since registration is collective; a PE's key for it is
@@ -17,8 +18,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <random>
 #include <type_traits>
 
+#include "backend/host/softnic/pe_locks.hpp"
 #include "backend/host/softnic/softnic.hpp"
 #include "mori/provider/bnxt.hpp"
 #include "mori/provider/ionic.hpp"
@@ -84,6 +87,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     if (!endpoints_) return Status::error("software NIC: out of memory for the endpoints");
     auto* eps = reinterpret_cast<RdmaEndpoint*>(endpoints_.get());
     std::vector<softnic::ServedEndpoint> served;
+    std::mt19937 psn_rng(std::random_device{}());
     int used = 0;
     for (int pe = 0; pe < n; ++pe) used += needs_rdma[pe] ? qps : 0;
     ibufs_ = zeroed(state::ibuf_words(kIbufSlots) * 8 * std::max(used, 1));
@@ -96,10 +100,14 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
         uint64_t* ibuf =
             reinterpret_cast<uint64_t*>(ibufs_.get()) + k * state::ibuf_words(kIbufSlots);
         MORI_TRY(init_endpoint(ep, sq_wqes, 0x100 + static_cast<uint32_t>(pe * qps + q), ibuf));
+        // A random initial send PSN, as VerbsNetwork gives each QP at RTS: BNXT's engine counts
+        // its MSN entries' PSNs from it, and the NIC checks them against its own count.
+        const uint32_t psn = psn_rng() & 0xFFFFFF;
+        if (nic_ == state::Nic::kBnxt) ep.provider_state = psn;
         local_.push_back({reinterpret_cast<uint64_t>(ibuf),
                           state::ibuf_registered_bytes(kIbufSlots),
                           key_for(rt_.rank, kIbufSerial)});
-        served.push_back({&ep, pe});
+        served.push_back({&ep, pe, psn});
       }
     }
     const uint64_t heap_base = reinterpret_cast<uint64_t>(rt_.memory->base());
@@ -110,7 +118,9 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
       remote_.push_back(
           {pe, rt_.remote_bases[pe], rt_.memory->size(), heap_rkeys_[pe], mapped, pids_[pe]});
     }
+    MORI_TRY(open_locks());
     softnic::SoftNicOptions options;
+    options.private_locks = &locks_;
     options.log_prefix =
         "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + state::nic_name(nic_) + "): ";
     softnic_ =
@@ -163,6 +173,29 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
  private:
   softnic::MemoryTable table() const { return {remote_, local_}; }
 
+  // Collective: every PE opens the job's lock file for atomics on registered buffers
+  // (softnic/pe_locks.hpp), named by a nonce of PE 0's; once all have it open, PE 0 unlinks it, so
+  // nothing is left behind in /dev/shm.
+  Status open_locks() {
+    uint64_t nonce = 0;
+    if (rt_.rank == 0) nonce = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+    MORI_TRY(rt_.boot->broadcast(&nonce, sizeof nonce, 0));
+    char name[64];
+    std::snprintf(name, sizeof name, "/dev/shm/mori-softnic-atomics-%016llx",
+                  static_cast<unsigned long long>(nonce));
+    const Status opened = locks_.open(name);
+    const uint8_t mine = opened.ok() ? 0 : 1;
+    std::vector<uint8_t> all(rt_.n_pes);
+    MORI_TRY(rt_.boot->allgather(&mine, all.data(), 1));
+    if (rt_.rank == 0) ::unlink(name);
+    MORI_TRY(opened);
+    for (int pe = 0; pe < rt_.n_pes; ++pe)
+      if (all[pe])
+        return Status::error("software NIC: PE " + std::to_string(pe) +
+                             " could not open the atomics lock file (its own error says why)");
+    return {};
+  }
+
   // Lays out one QP as the provider's hardware would: SQ (and BNXT's MSN table), CQ in its
   // initial state, doorbell record and register, and its ibuf.
   Status init_endpoint(RdmaEndpoint& ep, uint32_t sq_wqes, uint32_t qpn, uint64_t* ibuf) {
@@ -214,6 +247,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   std::vector<softnic::LocalRegion> local_;
   Block endpoints_, ibufs_;
   std::vector<Block> blocks_;
+  softnic::PeLocks locks_;
   std::unique_ptr<softnic::SoftNic> softnic_;  // last: stopped before the memory it serves goes
 };
 

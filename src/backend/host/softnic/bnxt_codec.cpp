@@ -3,6 +3,7 @@
 // include/mori/provider/bnxt_defs.hpp (rdma-core providers/bnxt_re). The WQE bytes are untrusted:
 // every field is checked before it is used, and nothing is read outside the entry's
 // Bnxt::kWqeBytes.
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cstdarg>
@@ -148,6 +149,34 @@ bool decode(const void* entry, uint64_t index, WorkRequest* wr, std::string* why
   }
 }
 
+// The MSN entry of WQE `index` must give the start PSN the NIC's own count has reached (from the
+// QP's initial send PSN) and the next PSN after the WQE's packets: ceil(bytes / path MTU), at least
+// one, 8 bytes for an atomic (rdma-core providers/bnxt_re/verbs.c, bnxt_re_fill_psns_for_msntbl),
+// and its ring position as start_idx. The hardware resolves retransmissions through these entries,
+// so a wrong PSN there would resend the wrong WQE.
+bool check_sequence(const state::RdmaEndpoint& ep, uint64_t index, const WorkRequest& wr,
+                    uint32_t* next_psn, std::string* why) {
+  const uint32_t position = static_cast<uint32_t>(index & (ep.sq_wqes - 1));
+  const auto* table =
+      reinterpret_cast<const bnxt_re_msns*>(ep.sq + uint64_t{ep.sq_wqes} * Bnxt::kWqeBytes);
+  const uint64_t entry = table[position].start_idx_next_psn_start_psn.get();
+  const uint32_t start = entry & BNXT_RE_SQ_MSN_SEARCH_START_PSN_MASK;
+  const uint32_t next = (entry & BNXT_RE_SQ_MSN_SEARCH_NEXT_PSN_MASK) >> 24;
+  const uint32_t idx = static_cast<uint32_t>(entry >> BNXT_RE_SQ_MSN_SEARCH_START_IDX_SHIFT);
+  const uint64_t mtu = ep.provider_word[Bnxt::kWordMtu];
+  const bool atomic = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
+  const uint64_t bytes = atomic ? 8 : wr.bytes;
+  const uint64_t packets = mtu ? std::max<uint64_t>(1, (bytes + mtu - 1) / mtu) : 1;
+  const uint32_t want_next = static_cast<uint32_t>((*next_psn + packets) & 0xFFFFFF);
+  if (idx != position || start != *next_psn || next != want_next)
+    return reject(why,
+                  "MSN entry {start_idx %u, start_psn 0x%06x, next_psn 0x%06x}, expected {%u, "
+                  "0x%06x, 0x%06x} (%" PRIu64 " packets)",
+                  idx, start, next, position, *next_psn, want_next, packets);
+  *next_psn = want_next;
+  return true;
+}
+
 uint32_t bnxt_status(CompletionStatus status) {
   switch (status) {
     case CompletionStatus::kSuccess:
@@ -160,6 +189,8 @@ uint32_t bnxt_status(CompletionStatus status) {
       return BNXT_RE_REQ_ST_REM_INVAL;
     case CompletionStatus::kLocalLength:
       return BNXT_RE_REQ_ST_LOC_LEN;
+    case CompletionStatus::kFlushed:
+      return BNXT_RE_REQ_ST_WR_FLUSH;
     default:
       // bnxt_re has no general requester status: the responder's failure stands in for it.
       return BNXT_RE_REQ_ST_REM_OP;
@@ -189,8 +220,8 @@ void complete(state::RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index,
 }  // namespace
 
 const Codec& bnxt_codec() {
-  static const Codec codec{
-      Bnxt::kName, Bnxt::kWqeBytes, Bnxt::kCqeBytes, announced, decode, complete, false};
+  static const Codec codec{Bnxt::kName, Bnxt::kWqeBytes, Bnxt::kCqeBytes, announced,
+                           decode,      complete,        false,           check_sequence};
   return codec;
 }
 

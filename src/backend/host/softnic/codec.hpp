@@ -24,6 +24,7 @@ enum class CompletionStatus : uint8_t {
   kRemoteInvalidRequest,  // an opcode or size the NIC does not execute
   kLocalLength,           // a length the WQE cannot hold (inline beyond its limit)
   kGeneral,               // anything else (fault injection)
+  kFlushed,               // posted after the QP entered the error state (IBTA 11.6.2: flushed)
 };
 
 struct Codec {
@@ -45,6 +46,13 @@ struct Codec {
   // MLX5 (extended atomics), which NVSHMEM's and ROCm/mori's IBGDA byte-swap after reading it.
   // 8-byte results land in host order on every NIC.
   bool result32_big_endian;
+  // The NIC's own packet sequence, for providers whose WQEs restate it (BNXT's MSN table: each
+  // entry's start and next PSN). Checks WQE `index` against *next_psn, the QP's next send PSN
+  // (the initial PSN of its RTS transition at first), and advances it; false with the mismatch in
+  // *why. Null where the WQEs carry no PSN.
+  bool (*check_sequence)(const state::RdmaEndpoint& ep, uint64_t index,
+                         const provider::WorkRequest& wr, uint32_t* next_psn,
+                         std::string* why) = nullptr;
 };
 
 const Codec& mlx5_codec();

@@ -136,8 +136,9 @@ bool decode(const void* wqe, uint64_t index, WorkRequest* wr, std::string* why) 
 }
 
 // The ionic_status of each CompletionStatus, in its order; kGeneral (a failure of the QP itself)
-// and anything newer are a local QP operation error.
+// is a local QP operation error.
 uint32_t ionic_status_of(CompletionStatus status) {
+  if (status == CompletionStatus::kFlushed) return provider::IONIC_STS_WQE_FLUSHED_ERR;
   constexpr uint32_t kStatus[] = {provider::IONIC_STS_OK, provider::IONIC_STS_LOCAL_PROT_ERR,
                                   provider::IONIC_STS_REMOTE_ACC_ERR,
                                   provider::IONIC_STS_REMOTE_INV_REQ_ERR,
@@ -146,15 +147,16 @@ uint32_t ionic_status_of(CompletionStatus status) {
   return i < std::size(kStatus) ? kStatus[i] : provider::IONIC_STS_LOCAL_QP_OPER_ERR;
 }
 
-// Locally detected errors complete as NPG (the WQE by its index: no message went out, which is
-// why ionic_comp_npg clears meta->remote); the rest as SEND_MSN, the coalesced remote completion
-// that covers every message through this one.
+// Locally detected errors and flushes complete as NPG (the WQE by its index: no message went out,
+// which is why ionic_comp_npg clears meta->remote); the rest as SEND_MSN, the coalesced remote
+// completion that covers every message through this one.
 void complete(RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index, const WorkRequest& wr,
               CompletionStatus status) {
   const uint64_t pos = (*cq_produced)++;
   const bool error = status != CompletionStatus::kSuccess;
-  const bool local =
-      status == CompletionStatus::kLocalProtection || status == CompletionStatus::kLocalLength;
+  const bool local = status == CompletionStatus::kLocalProtection ||
+                     status == CompletionStatus::kLocalLength ||
+                     status == CompletionStatus::kFlushed;
   const uint8_t type =
       local ? provider::IONIC_V1_CQE_TYPE_SEND_NPG : provider::IONIC_V1_CQE_TYPE_SEND_MSN;
   provider::ionic_v1_cqe cqe{};

@@ -191,6 +191,8 @@ uint8_t syndrome_of(CompletionStatus status) {
       return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
     case CompletionStatus::kLocalLength:
       return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+    case CompletionStatus::kFlushed:
+      return MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
     default:  // kGeneral (fault injection): the responder could not complete the operation
       return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
   }

@@ -78,7 +78,11 @@ SoftNic::SoftNic(const Codec& codec, std::vector<ServedEndpoint> endpoints, Memo
                  SoftNicOptions options)
     : codec_(codec), memory_(std::move(memory)), options_(options), processed_(endpoints.size()) {
   queues_.reserve(endpoints.size());
-  for (const ServedEndpoint& e : endpoints) queues_.emplace_back().served = e;
+  for (const ServedEndpoint& e : endpoints) {
+    Queue& q = queues_.emplace_back();
+    q.served = e;
+    q.next_psn = e.initial_psn & 0xFFFFFF;
+  }
 }
 
 SoftNic::~SoftNic() { stop(); }
@@ -154,7 +158,7 @@ void SoftNic::run() {
 
 // Processes every WQE announced on q since the last call, in order. Returns whether it did work.
 bool SoftNic::service(Queue& q) {
-  if (q.broken) return false;
+  if (q.broken) return flush(q);
   state::RdmaEndpoint& ep = *q.served.ep;
   const uint64_t announced = codec_.announced(ep, q.announced);
   if (announced == q.announced) return false;
@@ -173,6 +177,8 @@ bool SoftNic::service(Queue& q) {
       // Only mlx5's WQE names its QP; a WQE for another QP is garbage on this one.
       status = CompletionStatus::kRemoteInvalidRequest;
       why = "WQE names qp " + std::to_string(wr.qpn) + ", not " + std::to_string(ep.qpn);
+    } else if (codec_.check_sequence && !codec_.check_sequence(ep, index, wr, &q.next_psn, &why)) {
+      status = CompletionStatus::kGeneral;  // the NIC's own sequence disagrees: a driver bug
     } else if (index == options_.faults.error_at) {
       status = CompletionStatus::kGeneral;
       why = "injected error (MORI_SOFTNIC_FAULT error:" + std::to_string(index) + ")";
@@ -185,6 +191,9 @@ bool SoftNic::service(Queue& q) {
       wr.index = index;
       codec_.complete(ep, &q.cq_produced, index, wr, status);
       q.broken = true;
+      // The WQEs announced with this one are dropped without completions, and flush() completes
+      // those of later doorbells (softnic.hpp says why).
+      q.next = announced;
       std::lock_guard<std::mutex> lock(mutex_);
       q.error = "WQE " + std::to_string(index) + ": " + why;
       if (!options_.log_prefix.empty()) {
@@ -195,6 +204,25 @@ bool SoftNic::service(Queue& q) {
     executed_.fetch_add(1, std::memory_order_relaxed);
     if (wr.signaled && index != options_.faults.drop_at)
       codec_.complete(ep, &q.cq_produced, index, wr, status);
+  }
+  return true;
+}
+
+// A QP in the error state executes nothing more, and completes every WQE of a later doorbell with
+// a flush error, signalled or not (IBTA 11.6.2; ibv_poll_cq(3), IBV_WC_WR_FLUSH_ERR): so a later
+// wait on the QP fails at once instead of waiting for its deadline.
+bool SoftNic::flush(Queue& q) {
+  state::RdmaEndpoint& ep = *q.served.ep;
+  const uint64_t announced = codec_.announced(ep, q.announced);
+  q.announced = announced;
+  if (q.next >= announced) return false;
+  for (; q.next < announced; ++q.next) {
+    WorkRequest wr{};
+    std::string why;
+    const uint8_t* wqe = ep.sq + (q.next & (ep.sq_wqes - 1)) * codec_.wqe_bytes;
+    codec_.decode(wqe, q.next, &wr, &why);  // the CQE's opcode, where the bytes give one
+    wr.index = q.next;
+    codec_.complete(ep, &q.cq_produced, q.next, wr, CompletionStatus::kFlushed);
   }
   return true;
 }
@@ -215,6 +243,29 @@ bool SoftNic::translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t by
   }
   *why = "rkey " + hex(rkey) + " not registered for PE " + std::to_string(pe);
   return false;
+}
+
+// An atomic on a registered buffer of process remote.pid: read, operate and write back under the
+// target PE's lock (pe_locks.hpp says what that makes atomic). *old is the value read.
+bool SoftNic::private_atomic(int pe, const RemoteSpan& remote, const WorkRequest& wr, uint64_t* old,
+                             std::string* why) const {
+  if (options_.private_locks == nullptr) {
+    *why = "atomic on PE " + std::to_string(pe) +
+           "'s registered buffer, which this software NIC has no lock for";
+    return false;
+  }
+  if (!options_.private_locks->lock(pe, why)) return false;
+  uint64_t word = 0;  // the low wr.width bytes, host order
+  bool ok = copy_remote(remote, &word, wr.width, false, why);
+  if (ok) {
+    const uint64_t mask = wr.width == 8 ? ~uint64_t{0} : 0xffffffffu;
+    *old = word;
+    const bool write = wr.opcode == Opcode::kFetchAdd || word == (wr.compare & mask);
+    word = wr.opcode == Opcode::kFetchAdd ? (word + wr.operand) & mask : wr.operand & mask;
+    if (write) ok = copy_remote(remote, &word, wr.width, true, why);
+  }
+  options_.private_locks->unlock(pe);
+  return ok;
 }
 
 // Moves `bytes` between local memory and `remote` (to_remote: a write).
@@ -270,25 +321,25 @@ CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::st
     if (!local_ok(wr.lkey, wr.local_addr, wr.width, why)) return CompletionStatus::kLocalProtection;
     if (!translate_remote(pe, wr.rkey, wr.remote_addr, wr.width, &remote, why))
       return CompletionStatus::kRemoteAccess;
+    uint64_t old = 0;
     if (remote.mapped == nullptr) {
-      *why = "atomic on PE " + std::to_string(pe) +
-             "'s registered buffer: the software NIC reaches that private memory only by "
-             "process_vm_writev, which is not atomic";
-      return CompletionStatus::kRemoteInvalidRequest;
-    }
-    // std::atomic_ref needs the mapping aligned too (a region mapped at an odd offset).
-    if (reinterpret_cast<uintptr_t>(remote.mapped) % wr.width != 0) {
-      *why = "atomic target " + hex(wr.remote_addr) + " misaligned in this process's mapping";
-      return CompletionStatus::kRemoteInvalidRequest;
+      if (!private_atomic(pe, remote, wr, &old, why)) return CompletionStatus::kRemoteAccess;
+    } else {
+      // std::atomic_ref needs the mapping aligned too (a region mapped at an odd offset).
+      if (reinterpret_cast<uintptr_t>(remote.mapped) % wr.width != 0) {
+        *why = "atomic target " + hex(wr.remote_addr) + " misaligned in this process's mapping";
+        return CompletionStatus::kRemoteInvalidRequest;
+      }
+      old = wr.width == 8 ? remote_atomic<uint64_t>(remote.mapped, wr)
+                          : remote_atomic<uint32_t>(remote.mapped, wr);
     }
     if (wr.width == 8) {
-      const uint64_t old = remote_atomic<uint64_t>(remote.mapped, wr);
       std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, 8);  // host order
     } else {
-      uint32_t old = remote_atomic<uint32_t>(remote.mapped, wr);
+      uint32_t old32 = static_cast<uint32_t>(old);
       if (codec_.result32_big_endian)
-        old = __builtin_bswap32(old);  // the bytes as the NIC lands them
-      std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, 4);
+        old32 = __builtin_bswap32(old32);  // the bytes as the NIC lands them
+      std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old32, 4);
     }
     return CompletionStatus::kSuccess;
   }

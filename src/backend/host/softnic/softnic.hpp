@@ -9,9 +9,13 @@
 // and the keys PEs derive in step; buffer_register updates them (set_memory).
 //
 // Error semantics, as an RC QP: the first failed request completes with its error status and puts
-// the QP in the error state. Later WQEs of that QP are neither executed nor completed. A real NIC
-// would flush them ("work request flushed"), but the codecs have no flush status and the engine
-// traps on the first error completion anyway, so the missing flush CQEs are never awaited.
+// the QP in the error state. Later WQEs of that QP are not executed. Those of later doorbells each
+// complete with a flush error (CompletionStatus::kFlushed, the provider's "work request flushed"),
+// signalled or not, as a real NIC flushes them, so a kernel that waits on the QP later (a new
+// launch) fails at once with that status instead of timing out. Those announced by the failing
+// doorbell are dropped without completions: a real NIC flushes them too, which on mlx5's collapsed
+// CQ overwrites the error CQE before the engine may have read it (docs/rdma-hardware.md, "Error
+// completions"); the model keeps the error CQE visible to the launch that caused it.
 //
 // Fault injection (Faults, or MORI_SOFTNIC_FAULT, read by start()): comma-separated items
 //   error:N      WQE N (SQ index, on every served QP) completes with CompletionStatus::kGeneral
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "backend/host/softnic/codec.hpp"
+#include "backend/host/softnic/pe_locks.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
 
@@ -39,8 +44,9 @@ namespace mori::softnic {
 // A PE's registered memory as the NIC reaches it: [remote_base, +bytes) in that PE's own address
 // space (what its WQEs' remote_addr name), either mapped in this process at `mapped` (the heap's
 // peer_base(pe)) or, when `mapped` is null, private to process `pid` (a registered buffer), which
-// the NIC reads and writes with process_vm_readv / process_vm_writev. Atomics need the mapping:
-// on a pid-only region they complete with a remote invalid request error.
+// the NIC reads and writes with process_vm_readv / process_vm_writev. Atomics on a pid-only region
+// run under the target PE's lock (SoftNicOptions::private_locks, pe_locks.hpp); without locks they
+// complete with a remote access error.
 struct RemoteRegion {
   int pe;
   uint64_t remote_base;
@@ -64,7 +70,8 @@ struct MemoryTable {
 
 struct ServedEndpoint {
   state::RdmaEndpoint* ep;
-  int target_pe;  // the PE whose memory this QP's remote addresses name
+  int target_pe;             // the PE whose memory this QP's remote addresses name
+  uint32_t initial_psn = 0;  // the QP's initial send PSN (ibv_qp_attr::sq_psn at RTS), 24 bits
 };
 
 struct Faults {
@@ -84,6 +91,7 @@ struct SoftNicOptions {
   uint32_t max_sleep_us = 50;  // the idle backoff's ceiling: the doorbell-to-execution latency
   std::string log_prefix;      // non-empty: a QP entering the error state is logged to stderr
                                // as one line, "<prefix>qp <n>: WQE <i>: <why>"
+  const PeLocks* private_locks = nullptr;  // atomics on registered buffers; must outlive the NIC
 };
 
 class SoftNic {
@@ -118,12 +126,14 @@ class SoftNic {
     uint64_t next = 0;       // the next SQ index to process
     uint64_t announced = 0;  // the codec's last answer
     uint64_t cq_produced = 0;
-    bool broken = false;  // the QP is in the error state
-    std::string error;    // guarded by mutex_
+    uint32_t next_psn = 0;  // the NIC's send PSN count (Codec::check_sequence)
+    bool broken = false;    // the QP is in the error state
+    std::string error;      // guarded by mutex_
   };
 
   void run();
   bool service(Queue& q);
+  bool flush(Queue& q);
   CompletionStatus execute(const Queue& q, const provider::WorkRequest& wr, std::string* why);
   // Where a remote range lives: mapped here (`mapped` set) or in process `pid` at `addr`.
   struct RemoteSpan {
@@ -135,6 +145,8 @@ class SoftNic {
                         std::string* why) const;
   bool copy_remote(const RemoteSpan& remote, void* local, uint64_t bytes, bool to_remote,
                    std::string* why) const;
+  bool private_atomic(int pe, const RemoteSpan& remote, const provider::WorkRequest& wr,
+                      uint64_t* old, std::string* why) const;
   bool local_ok(uint32_t lkey, uint64_t addr, uint64_t bytes, std::string* why) const;
 
   const Codec& codec_;
