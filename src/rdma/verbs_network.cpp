@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "rdma/device_filter.hpp"
+#include "rdma/gid_select.hpp"
 
 namespace mori::rdma {
 namespace {
@@ -59,6 +60,43 @@ Status check_nic(const std::string& nic, ibv_device* device, const std::string& 
         "rdma: " + name +
         " is not an mlx5 device: only MLX5 queue pairs can be exported to the GPU");
   return {};
+}
+
+// rdma-core libibverbs/verbs.h: enum ibv_gid_type, which GidType copies.
+static_assert(static_cast<uint32_t>(GidType::kIb) == IBV_GID_TYPE_IB &&
+              static_cast<uint32_t>(GidType::kRoceV1) == IBV_GID_TYPE_ROCE_V1 &&
+              static_cast<uint32_t>(GidType::kRoceV2) == IBV_GID_TYPE_ROCE_V2);
+
+GidEntry to_gid_entry(const ibv_gid_entry& e) {
+  GidEntry out;
+  out.index = static_cast<int>(e.gid_index);
+  std::memcpy(out.gid, e.gid.raw, sizeof(out.gid));
+  out.type = static_cast<GidType>(e.gid_type);
+  return out;
+}
+
+// The non-empty entries of `port`'s GID table. ibv_query_gid_table returns every port's valid
+// entries (it reads sysfs itself on kernels without the ioctl), so it gets room for all of them.
+// Should it fail, each index is read with ibv_query_gid_ex, which fails (ENODATA) on an empty
+// entry; an entry that cannot be read is left out like an empty one.
+void read_gid_table(ibv_context* context, int ports, int port, int gid_tbl_len,
+                    std::vector<GidEntry>* out) {
+  size_t room = 0;
+  for (int p = 1; p <= ports; ++p) {
+    ibv_port_attr pa{};
+    if (!ibv_query_port(context, static_cast<uint8_t>(p), &pa)) room += pa.gid_tbl_len;
+  }
+  std::vector<ibv_gid_entry> entries(std::max<size_t>(room, 1));
+  const ssize_t n = ibv_query_gid_table(context, entries.data(), entries.size(), 0);
+  out->clear();
+  for (ssize_t i = 0; i < n; ++i)
+    if (entries[i].port_num == static_cast<uint32_t>(port))
+      out->push_back(to_gid_entry(entries[i]));
+  if (n >= 0) return;
+  for (int i = 0; i < gid_tbl_len; ++i) {
+    ibv_gid_entry e{};
+    if (!ibv_query_gid_ex(context, port, i, &e, 0)) out->push_back(to_gid_entry(e));
+  }
 }
 
 struct DeviceListDeleter {
@@ -167,22 +205,29 @@ Status VerbsNetwork::open_device(bool* none) {
   ethernet_ = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
   lid_ = pa.lid;
   mtu_ = pa.active_mtu;
-  // RoCE v2 GIDs usually sit at index 3 (after the RoCE v1 and IPv6 link-local entries); on
-  // InfiniBand index 0 holds the port GID.
-  gid_index_ = config_.gid_index >= 0 ? config_.gid_index : ethernet_ ? 3 : 0;
-  if (gid_index_ >= pa.gid_tbl_len)
-    return Status::error("rdma: GID index " + std::to_string(gid_index_) + " is beyond " + where +
-                         "'s table (" + std::to_string(pa.gid_tbl_len) +
-                         " entries): set MORI_IB_GID_INDEX");
-  ibv_gid gid{};
-  if (int rc = ibv_query_gid(context_, static_cast<uint8_t>(port_), gid_index_, &gid))
-    return errno_error("ibv_query_gid(" + where + ")", rc);
-  std::memcpy(gid_, gid.raw, sizeof(gid_));
-  const bool empty_gid =
-      std::all_of(std::begin(gid_), std::end(gid_), [](uint8_t b) { return !b; });
-  if (ethernet_ && empty_gid)
-    return Status::error("rdma: GID index " + std::to_string(gid_index_) + " of " + where +
-                         " is empty: set MORI_IB_GID_INDEX to a RoCE v2 entry");
+  if (ethernet_ && config_.gid_index < 0) {
+    std::vector<GidEntry> table;
+    read_gid_table(context_, dev.phys_port_cnt, port_, pa.gid_tbl_len, &table);
+    MORI_TRY(select_roce_gid(table, where, &gid_index_));
+    for (const GidEntry& e : table)
+      if (e.index == gid_index_) std::memcpy(gid_, e.gid, sizeof(gid_));
+  } else {
+    // MORI_IB_GID_INDEX, or on InfiniBand index 0, which holds the port GID.
+    gid_index_ = std::max(config_.gid_index, 0);
+    if (gid_index_ >= pa.gid_tbl_len)
+      return Status::error("rdma: GID index " + std::to_string(gid_index_) + " is beyond " + where +
+                           "'s table (" + std::to_string(pa.gid_tbl_len) +
+                           " entries): set MORI_IB_GID_INDEX");
+    ibv_gid gid{};
+    if (int rc = ibv_query_gid(context_, static_cast<uint8_t>(port_), gid_index_, &gid))
+      return errno_error("ibv_query_gid(" + where + ")", rc);
+    std::memcpy(gid_, gid.raw, sizeof(gid_));
+    const bool empty_gid =
+        std::all_of(std::begin(gid_), std::end(gid_), [](uint8_t b) { return !b; });
+    if (ethernet_ && empty_gid)
+      return Status::error("rdma: GID index " + std::to_string(gid_index_) + " of " + where +
+                           " is empty: set MORI_IB_GID_INDEX to a RoCE v2 entry");
+  }
   if (!ethernet_ && lid_ == 0)
     return Status::error("rdma: " + where + " has no LID (is a subnet manager running?)");
 

@@ -79,7 +79,7 @@ struct VerbsConfig {
   void* heap_base = nullptr;     // the symmetric heap, registered for remote access
   size_t heap_bytes = 0;
   std::string device_filter_text;     // MORI_RDMA_DEVICES, as given (device_filter.hpp)
-  int gid_index = -1;                 // MORI_IB_GID_INDEX (0..255); -1: 3 on RoCE, 0 on InfiniBand
+  int gid_index = -1;                 // MORI_IB_GID_INDEX (0..255); -1: a RoCE v2 entry, 0 on IB
   MapToDevice map_to_device;          // null: the identity
   UnmapFromDevice unmap_from_device;  // may be null
 };
@@ -104,6 +104,8 @@ class VerbsNetwork {
   // [n_pes]: each PE's heap base in its own address space.
   const std::vector<uint64_t>& remote_heap_bases() const { return remote_heap_bases_; }
   const std::string& device_name() const { return device_name_; }
+  // The GID index used (on RoCE, gid_select.hpp chooses it unless MORI_IB_GID_INDEX is set).
+  int gid_index() const { return gid_index_; }
   int port() const { return port_; }
 
   // Collective. Registers [base, base + bytes) of this PE for local and remote access; *lkey is

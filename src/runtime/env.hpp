@@ -36,7 +36,7 @@ struct Settings {
   // devices (as on the hip backend, where unset means mlx5).
   state::Nic device_nic = state::Nic::kNone;
   int pes_per_node = 0;         // MORI_SHMEM_PES_PER_NODE: testing only, see runtime/node.hpp
-  int ib_gid_index = -1;        // MORI_IB_GID_INDEX 0..255; -1: 3 on RoCE, 0 on InfiniBand
+  int ib_gid_index = -1;        // MORI_IB_GID_INDEX 0..255; -1: a RoCE v2 entry, 0 on InfiniBand
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536
 };
 
