@@ -12,6 +12,7 @@
 
 #include "rdma/device_filter.hpp"
 #include "rdma/gid_select.hpp"
+#include "rdma/nic_affinity.hpp"
 
 namespace mori::rdma {
 namespace {
@@ -177,7 +178,12 @@ Status VerbsNetwork::open_device(bool* none) {
   }
   std::vector<SelectedDevice> selected;
   MORI_TRY(select_devices(names, filter, &selected));
-  const SelectedDevice& mine = selected[config_.local_rank % selected.size()];
+  std::vector<std::string> selected_names;
+  for (const SelectedDevice& d : selected) selected_names.push_back(d.name);
+  const NicChoice choice =
+      choose_nic(config_.sysfs_root, config_.gpu_pci_address, selected_names, config_.local_rank);
+  const SelectedDevice& mine = selected[choice.index];
+  device_choice_ = choice.reason;
   ibv_device* device = list.get()[std::find(names.begin(), names.end(), mine.name) - names.begin()];
   MORI_TRY(check_nic(config_.nic, device, mine.name));
   device_name_ = mine.name;

@@ -1,8 +1,9 @@
 // VerbsNetwork: RDMA setup on real hardware through libibverbs and mlx5dv (docs/design.md, layer
-// 8, "RDMA setup"; docs/rdma-hardware.md). It picks this PE's device (MORI_RDMA_DEVICES), opens its
-// port, creates one RC queue pair per (peer PE that needs RDMA, QP index), connects each to the
-// peer's matching QP, registers the symmetric heap and exchanges keys and bases, and exports every
-// queue pair to the device as a state::RdmaEndpoint in the provider's format.
+// 8, "RDMA setup"; docs/rdma-hardware.md). It picks this PE's device (MORI_RDMA_DEVICES, then the
+// one nearest its GPU: nic_affinity.hpp), opens its port, creates one RC queue pair per (peer PE
+// that needs RDMA, QP index), connects each to the peer's matching QP, registers the symmetric
+// heap and exchanges keys and bases, and exports every queue pair to the device as a
+// state::RdmaEndpoint in the provider's format.
 //
 // Every operation that takes a bootstrap is collective: all PEs call it in the same order. Each
 // local step ends with an agreement (an allgather of one byte), so when one PE fails every PE
@@ -71,7 +72,7 @@ struct VerbsConfig {
   std::string nic;  // MORI_DEVICE_NIC: "mlx5" (or "" for mlx5), "bnxt", "ionic"
   int rank = 0;
   int n_pes = 1;
-  int local_rank = 0;  // this PE's index on its node: it uses selected device local_rank % n
+  int local_rank = 0;  // this PE's index on its node; spreads PEs over equally near devices
   int num_qp_per_pe = 1;
   uint32_t sq_wqes = 256;        // send queue depth asked for, a power of two (<= 65536)
   uint32_t ibuf_slots = 256;     // ibuf landing slots per endpoint, a power of two
@@ -80,6 +81,8 @@ struct VerbsConfig {
   size_t heap_bytes = 0;
   std::string device_filter_text;     // MORI_RDMA_DEVICES, as given (device_filter.hpp)
   int gid_index = -1;                 // MORI_IB_GID_INDEX (0..255); -1: a RoCE v2 entry, 0 on IB
+  std::string gpu_pci_address;        // the GPU's, "0000:c1:00.0", or "" (nic_affinity.hpp)
+  std::string sysfs_root = "/sys";    // where nic_affinity.hpp reads the PCI tree
   MapToDevice map_to_device;          // null: the identity
   UnmapFromDevice unmap_from_device;  // may be null
 };
@@ -104,6 +107,8 @@ class VerbsNetwork {
   // [n_pes]: each PE's heap base in its own address space.
   const std::vector<uint64_t>& remote_heap_bases() const { return remote_heap_bases_; }
   const std::string& device_name() const { return device_name_; }
+  // Why this device (nic_affinity.hpp: NicChoice::reason).
+  const std::string& device_choice() const { return device_choice_; }
   // The GID index used (on RoCE, gid_select.hpp chooses it unless MORI_IB_GID_INDEX is set).
   int gid_index() const { return gid_index_; }
   int port() const { return port_; }
@@ -147,6 +152,7 @@ class VerbsNetwork {
   ibv_pd* pd_ = nullptr;
   ibv_mr* heap_mr_ = nullptr;
   std::string device_name_;
+  std::string device_choice_;
   int port_ = 1;
   bool ethernet_ = false;  // RoCE: address by GID; InfiniBand: by LID
   int gid_index_ = 0;

@@ -45,7 +45,8 @@ class VerbsRdma final : public runtime::RdmaNetwork {
 
 Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma,
                        MapToDevice map_to_device, UnmapFromDevice unmap_from_device,
-                       std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices) {
+                       std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices,
+                       const std::string& gpu_pci_address) {
   const state::Nic nic =
       rt.settings.device_nic == state::Nic::kNone ? state::Nic::kMlx5 : rt.settings.device_nic;
   VerbsConfig config;
@@ -60,6 +61,7 @@ Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma
   config.heap_bytes = rt.memory->size();
   config.device_filter_text = rt.settings.rdma_devices;
   config.gid_index = rt.settings.ib_gid_index;
+  config.gpu_pci_address = gpu_pci_address;
   config.map_to_device = std::move(map_to_device);
   config.unmap_from_device = std::move(unmap_from_device);
   std::unique_ptr<VerbsNetwork> verbs;

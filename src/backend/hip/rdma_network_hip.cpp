@@ -54,6 +54,17 @@ void unmap_from_device(void* host, bool /*mmio*/) {
   (void)hipHostUnregister(reinterpret_cast<void*>(begin));
 }
 
+// The current GPU's PCI address ("0000:c1:00.0"), from which the RDMA device nearest it is
+// chosen; "" if HIP cannot say, and then the device is local_rank % count.
+std::string current_gpu_pci_address() {
+  int device = 0;
+  char bus_id[64] = {};
+  if (hipGetDevice(&device) != hipSuccess ||
+      hipDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != hipSuccess)
+    return "";
+  return bus_id;
+}
+
 }  // namespace
 
 Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
@@ -66,7 +77,8 @@ Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
                          " is too small for GPU queues: at least " + std::to_string(kMinGpuSqWqes) +
                          " (a wavefront posts up to 128 WQEs at once)");
   }
-  return rdma::open_verbs_rdma(rt, needs_rdma, map_to_device, unmap_from_device, out, no_devices);
+  return rdma::open_verbs_rdma(rt, needs_rdma, map_to_device, unmap_from_device, out, no_devices,
+                               current_gpu_pci_address());
 }
 
 }  // namespace mori::runtime
