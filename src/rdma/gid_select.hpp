@@ -2,7 +2,7 @@
 // (docs/rdma-hardware.md, "Port and addressing"). The port's GID table is scanned, as ROCm/mori
 // and NCCL do, instead of guessing an index: a RoCE v2 entry is routable over IP, a RoCE v1 entry
 // is not, and where the v2 entries sit depends on the kernel and the addresses configured.
-// Pure functions: verbs_network.cpp fills the table from libibverbs.
+// Pure functions: verbs_device.cpp fills the table from libibverbs.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 namespace mori::rdma {
 
-// The values of rdma-core's enum ibv_gid_type (libibverbs/verbs.h); verbs_network.cpp checks that
+// The values of rdma-core's enum ibv_gid_type (libibverbs/verbs.h); verbs_device.cpp checks that
 // they agree.
 enum class GidType : uint32_t { kIb = 0, kRoceV1 = 1, kRoceV2 = 2 };
 

@@ -135,8 +135,9 @@ class VerbsNetwork {
 
   // Every PE learns whether every PE's `local` step succeeded; `step` names it in the message.
   Status agree(const Status& local, const char* step);
-  // verbs_network.cpp
+  // verbs_device.cpp
   Status open_device(bool* none);
+  // verbs_network.cpp
   Status register_heap();
   Status create_ibufs();
   // verbs_qp.cpp
