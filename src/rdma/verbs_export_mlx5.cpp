@@ -73,7 +73,7 @@ Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, state::Rdma
   e.dbr = static_cast<uint32_t*>(dbr);
   e.db = static_cast<uint64_t*>(db);
   e.cq_dbr = nullptr;
-  e.ibuf = ibuf;  // create_ibufs mapped the block, at the host's address
+  e.ibuf = ibuf;  // the device's address, which the ibuf's MR takes as its IOVA
   e.sq_wqes = qp.sq.wqe_cnt;
   e.cq_entries = cq.cqe_cnt;
   e.qpn = queue.qp->qp_num;

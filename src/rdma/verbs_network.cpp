@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "rdma/memory_registration.hpp"
+
 namespace mori::rdma {
 namespace {
 
@@ -74,8 +76,12 @@ Status VerbsNetwork::open(const VerbsConfig& config, bootstrap::Bootstrap& boot,
 
 Status VerbsNetwork::register_heap() {
   Status local;
-  heap_mr_ = ibv_reg_mr(pd_, config_.heap_base, config_.heap_bytes, kMrAccess);
-  if (!heap_mr_) local = errno_error("ibv_reg_mr(symmetric heap)", errno);
+  Registration reg;
+  local = register_memory(
+      pd_, config_.heap_base, config_.heap_bytes, reinterpret_cast<uint64_t>(config_.heap_base),
+      kMrAccess, "the symmetric heap", config_.export_dmabuf, verbs_registration_calls(), &reg);
+  heap_mr_ = reg.mr;
+  heap_dmabuf_ = reg.dmabuf;
   MORI_TRY(agree(local, "registering the symmetric heap"));
   struct KeyWire {
     uint64_t base;
@@ -111,22 +117,23 @@ Status VerbsNetwork::create_ibufs() {
   std::memset(ibuf_, 0, bytes);
   void* device = nullptr;
   MORI_TRY(map(ibuf_, bytes, false, &device));
-  // The GPU posts ep.ibuf + slot as the WQE's local address, which the NIC resolves through the
-  // MR registered at the host address: the two must be one address.
-  if (device != ibuf_)
-    return Status::error(
-        "rdma: the device maps the ibuf at another address than the host's; the "
-        "NIC could not resolve the landing slots");
+  // The GPU posts ep.ibuf + slot, its own address of the slot, as the WQE's local address: each
+  // ibuf's MR takes the device's address as its IOVA, so the NIC resolves it wherever the device
+  // maps the block (ibv_reg_mr_iova(3)).
+  auto* device_ibufs = static_cast<uint64_t*>(device);
   size_t next = 0;
   for (size_t i = 0; i < queues_.size(); ++i) {
     if (!queues_[i].qp) continue;
-    uint64_t* ibuf = ibuf_ + next++ * ibuf_stride_;
+    uint64_t* ibuf = ibuf_ + next * ibuf_stride_;
+    uint64_t* device_ibuf = device_ibufs + next++ * ibuf_stride_;
     for (uint32_t s = 0; s < slots; ++s) ibuf[ibuf_tickets(slots) + s] = s;
-    ibv_mr* mr = ibv_reg_mr(pd_, ibuf, ibuf_registered_bytes(slots), IBV_ACCESS_LOCAL_WRITE);
-    if (!mr) return errno_error("ibv_reg_mr(ibuf)", errno);
-    ibuf_mrs_.push_back(mr);
-    endpoints_[i].ibuf_lkey = mr->lkey;
-    MORI_TRY(export_mlx5(queues_[i], ibuf, &endpoints_[i]));
+    Registration reg;
+    MORI_TRY(register_memory(pd_, ibuf, ibuf_registered_bytes(slots),
+                             reinterpret_cast<uint64_t>(device_ibuf), IBV_ACCESS_LOCAL_WRITE,
+                             "an ibuf", nullptr, verbs_registration_calls(), &reg));
+    ibuf_mrs_.push_back(reg.mr);
+    endpoints_[i].ibuf_lkey = reg.mr->lkey;
+    MORI_TRY(export_mlx5(queues_[i], device_ibuf, &endpoints_[i]));
   }
   return {};
 }
@@ -139,8 +146,12 @@ Status VerbsNetwork::register_region(void* base, size_t bytes, uint32_t* lkey,
     local = Status::error("rdma: register_region of an empty range");
   } else if (regions_.count(base)) {
     local = Status::error("rdma: a region is already registered at this base");
-  } else if (!(mr = ibv_reg_mr(pd_, base, bytes, kMrAccess))) {
-    local = errno_error("ibv_reg_mr(region)", errno);
+  } else {
+    Registration reg;
+    local = register_memory(pd_, base, bytes, reinterpret_cast<uint64_t>(base), kMrAccess,
+                            "a registered buffer", config_.export_dmabuf,
+                            verbs_registration_calls(), &reg);
+    mr = reg.mr;
   }
   Status s = agree(local, "registering a region");
   std::vector<uint32_t> keys(config_.n_pes);

@@ -30,6 +30,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
+#include "rdma/memory_registration.hpp"
 
 struct ibv_context;
 struct ibv_pd;
@@ -85,6 +86,9 @@ struct VerbsConfig {
   std::string sysfs_root = "/sys";    // where nic_affinity.hpp reads the PCI tree
   MapToDevice map_to_device;          // null: the identity
   UnmapFromDevice unmap_from_device;  // may be null
+  // Exports GPU memory as a dma-buf for registration (memory_registration.hpp); null: plain
+  // ibv_reg_mr only, as for host memory.
+  ExportDmabuf export_dmabuf;
 };
 
 class VerbsNetwork {
@@ -107,6 +111,8 @@ class VerbsNetwork {
   // [n_pes]: each PE's heap base in its own address space.
   const std::vector<uint64_t>& remote_heap_bases() const { return remote_heap_bases_; }
   const std::string& device_name() const { return device_name_; }
+  // Whether the heap was registered through a dma-buf (else with plain ibv_reg_mr).
+  bool heap_dmabuf() const { return heap_dmabuf_; }
   // Why this device (nic_affinity.hpp: NicChoice::reason).
   const std::string& device_choice() const { return device_choice_; }
   // The GID index used (on RoCE, gid_select.hpp chooses it unless MORI_IB_GID_INDEX is set).
@@ -152,6 +158,7 @@ class VerbsNetwork {
   ibv_context* context_ = nullptr;
   ibv_pd* pd_ = nullptr;
   ibv_mr* heap_mr_ = nullptr;
+  bool heap_dmabuf_ = false;
   std::string device_name_;
   std::string device_choice_;
   int port_ = 1;

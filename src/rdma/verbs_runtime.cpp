@@ -43,10 +43,8 @@ class VerbsRdma final : public runtime::RdmaNetwork {
 
 }  // namespace
 
-Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma,
-                       MapToDevice map_to_device, UnmapFromDevice unmap_from_device,
-                       std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices,
-                       const std::string& gpu_pci_address) {
+Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma, GpuHooks hooks,
+                       std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices) {
   const state::Nic nic =
       rt.settings.device_nic == state::Nic::kNone ? state::Nic::kMlx5 : rt.settings.device_nic;
   VerbsConfig config;
@@ -61,9 +59,10 @@ Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma
   config.heap_bytes = rt.memory->size();
   config.device_filter_text = rt.settings.rdma_devices;
   config.gid_index = rt.settings.ib_gid_index;
-  config.gpu_pci_address = gpu_pci_address;
-  config.map_to_device = std::move(map_to_device);
-  config.unmap_from_device = std::move(unmap_from_device);
+  config.gpu_pci_address = std::move(hooks.gpu_pci_address);
+  config.map_to_device = std::move(hooks.map_to_device);
+  config.unmap_from_device = std::move(hooks.unmap_from_device);
+  config.export_dmabuf = std::move(hooks.export_dmabuf);
   std::unique_ptr<VerbsNetwork> verbs;
   MORI_TRY(VerbsNetwork::open(config, *rt.boot, &verbs, no_devices));
   if (*no_devices) return {};

@@ -11,12 +11,18 @@
 
 namespace mori::rdma {
 
-// Collective. Without devices: ok, *out null, *no_devices true. `gpu_pci_address` is this PE's
-// GPU ("0000:c1:00.0"), to choose the RDMA device nearest it (VerbsConfig::gpu_pci_address); the
-// host backend has no GPU and leaves it empty.
-Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma,
-                       MapToDevice map_to_device, UnmapFromDevice unmap_from_device,
-                       std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices,
-                       const std::string& gpu_pci_address = "");
+// What the backend contributes: how the GPU reaches host-side queue memory, how GPU memory is
+// exported for registration, and which GPU this PE drives. The host backend leaves them empty
+// (the identity mapping, plain registration, local_rank % count for the device).
+struct GpuHooks {
+  MapToDevice map_to_device;          // VerbsConfig::map_to_device
+  UnmapFromDevice unmap_from_device;  // VerbsConfig::unmap_from_device
+  ExportDmabuf export_dmabuf;         // VerbsConfig::export_dmabuf
+  std::string gpu_pci_address;        // "0000:c1:00.0" (VerbsConfig::gpu_pci_address)
+};
+
+// Collective. Without devices: ok, *out null, *no_devices true.
+Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma, GpuHooks hooks,
+                       std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices);
 
 }  // namespace mori::rdma

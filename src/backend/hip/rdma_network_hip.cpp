@@ -1,11 +1,13 @@
 // The hip backend's RDMA network: ibverbs devices, whose queue memory (SQ, CQ, doorbell records,
 // ibufs: host memory the provider library allocated; the UAR doorbell page: MMIO) the GPU reaches
 // through hipHostRegister mappings.
+#include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "rdma/verbs_runtime.hpp"
 #include "runtime/runtime.hpp"
@@ -54,6 +56,34 @@ void unmap_from_device(void* host, bool /*mmio*/) {
   (void)hipHostUnregister(reinterpret_cast<void*>(begin));
 }
 
+// hipMemGetHandleForAddressRange and its dma-buf handle type (HIP 6.2 and later; ROCm's
+// hip_runtime_api.h: hipMemRangeHandleTypeDmaBufFd = 1). Resolved from the loaded HIP runtime at
+// run time, as the HIP headers this builds against may predate it.
+using GetHandleForAddressRange = hipError_t (*)(void* handle, hipDeviceptr_t dptr, size_t size,
+                                                int handle_type, unsigned long long flags);
+constexpr int kHipMemRangeHandleTypeDmaBufFd = 1;
+
+// Exports GPU memory as a dma-buf for ibv_reg_dmabuf_mr (rdma/memory_registration.hpp): the
+// page-aligned span around the range, and the range's offset in it. Fails (and registration
+// falls back to ibv_reg_mr) for host memory and where HIP has no such call.
+Status export_dmabuf(void* base, size_t bytes, int* fd, uint64_t* offset) {
+  static const auto get_handle = reinterpret_cast<GetHandleForAddressRange>(
+      dlsym(RTLD_DEFAULT, "hipMemGetHandleForAddressRange"));
+  if (!get_handle) return Status::error("this HIP runtime has no hipMemGetHandleForAddressRange");
+  uintptr_t begin = 0;
+  size_t length = 0;
+  page_span(base, bytes, &begin, &length);
+  int handle = -1;
+  const hipError_t e = get_handle(&handle, reinterpret_cast<hipDeviceptr_t>(begin), length,
+                                  kHipMemRangeHandleTypeDmaBufFd, 0);
+  if (e != hipSuccess || handle < 0)
+    return Status::error(std::string("hipMemGetHandleForAddressRange failed: ") +
+                         hipGetErrorName(e));
+  *fd = handle;
+  *offset = reinterpret_cast<uintptr_t>(base) - begin;
+  return {};
+}
+
 // The current GPU's PCI address ("0000:c1:00.0"), from which the RDMA device nearest it is
 // chosen; "" if HIP cannot say, and then the device is local_rank % count.
 std::string current_gpu_pci_address() {
@@ -77,8 +107,12 @@ Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
                          " is too small for GPU queues: at least " + std::to_string(kMinGpuSqWqes) +
                          " (a wavefront posts up to 128 WQEs at once)");
   }
-  return rdma::open_verbs_rdma(rt, needs_rdma, map_to_device, unmap_from_device, out, no_devices,
-                               current_gpu_pci_address());
+  rdma::GpuHooks hooks;
+  hooks.map_to_device = map_to_device;
+  hooks.unmap_from_device = unmap_from_device;
+  hooks.export_dmabuf = export_dmabuf;
+  hooks.gpu_pci_address = current_gpu_pci_address();
+  return rdma::open_verbs_rdma(rt, needs_rdma, std::move(hooks), out, no_devices);
 }
 
 }  // namespace mori::runtime

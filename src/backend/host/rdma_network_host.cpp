@@ -12,7 +12,7 @@ Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
   if (rt.settings.device_nic != state::Nic::kNone)
     return backend::open_softnic_network(rt, needs_rdma, out);
   // Lanes are host threads: queue memory is reached where it is.
-  return rdma::open_verbs_rdma(rt, needs_rdma, nullptr, nullptr, out, no_devices);
+  return rdma::open_verbs_rdma(rt, needs_rdma, rdma::GpuHooks{}, out, no_devices);
 }
 
 }  // namespace mori::runtime
