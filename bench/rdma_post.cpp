@@ -47,10 +47,9 @@ struct Queue {
   uint64_t produced = 0;
 
   Queue() {
-    constexpr bool kCollapsed = std::is_same_v<P, mp::Mlx5>;
-    const uint32_t entries = kCollapsed ? 1 : kSqWqes;
+    const uint32_t entries = kSqWqes;
     cq.assign(uint64_t{entries} * P::kCqeBytes, 0);
-    if constexpr (kCollapsed) cq[P::kCqeBytes - 1] = mp::MLX5_CQE_INVALID << 4;
+    P::init_cq(cq.data(), entries);
     ep.sq = sq.data();
     ep.cq = cq.data();
     ep.dbr = reinterpret_cast<uint32_t*>(words.data());

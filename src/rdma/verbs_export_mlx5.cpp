@@ -7,9 +7,10 @@
 //                                            send counter, [MLX5_SND_DBR]
 //   ep.db          mlx5dv_qp.bf.reg          the BlueFlame register, MMIO, written 8 bytes at once
 //   ep.cq          mlx5dv_cq.buf             cqe_cnt entries of cqe_size = 64 bytes
-//   ep.cq_entries  mlx5dv_cq.cqe_cnt         must be 1: the provider polls a collapsed CQ
+//   ep.cq_entries  mlx5dv_cq.cqe_cnt         a ring, a power of two, at least sq.wqe_cnt
 //   ep.cqn, qpn    mlx5dv_cq.cqn, ibv_qp::qp_num
-//   ep.cq_dbr      null, provider_word[]: 0  (unused by the mlx5 provider)
+//   ep.cq_dbr      mlx5dv_cq.dbrec           the consumer index at [MLX5_CQ_SET_CI], big-endian
+//   provider_word[] 0                        (unused by the mlx5 provider)
 //   ep.ibuf, ibuf_slots, ibuf_lkey           from create_ibufs
 // Every pointer goes through map_to_device; the engine's indices start at zero.
 #include <infiniband/mlx5dv.h>
@@ -43,18 +44,13 @@ Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, state::Rdma
   if (cq.cqe_size != sizeof(mlx5_cqe64))
     return Status::error("rdma: " + qpn + "'s CQ has " + std::to_string(cq.cqe_size) +
                          "-byte CQEs; the provider reads 64-byte CQEs");
-  // The mlx5 provider reads every completion from entry 0 of a collapsed CQ (PRM cqc.cc = 1, with
-  // cqc.oi = 1), which ibv_create_cq cannot make: its CQs are rings of at least two entries that
-  // overrun unless the consumer index advances. A ring exported as if collapsed would stall after
-  // the first completion, so it is refused. Creating the CQ with DEVX
-  // (mlx5dv_devx_obj_create(CREATE_CQ)), and with it the QP, would lift this.
-  if (cq.cqe_cnt != 1)
-    return Status::error("rdma: " + qpn +
-                         ": the mlx5 provider polls a collapsed CQ (one entry), but ibv_create_cq "
-                         "made a ring of " +
-                         std::to_string(cq.cqe_cnt) +
-                         " entries; collapsed CQs need DEVX "
-                         "(mlx5dv_devx_obj_create), which is not built");
+  // The provider polls the CQ as the ring ibv_create_cq made it; the engine's flow control keeps
+  // at most ep.sq_wqes - 1 WQEs, hence CQEs, outstanding, so the ring must hold the SQ's depth.
+  if (!cq.cqe_cnt || (cq.cqe_cnt & (cq.cqe_cnt - 1)) || cq.cqe_cnt < qp.sq.wqe_cnt || !cq.dbrec)
+    return Status::error("rdma: " + qpn + "'s CQ has " + std::to_string(cq.cqe_cnt) +
+                         " entries for " + std::to_string(qp.sq.wqe_cnt) +
+                         " WQEBBs: the provider needs a power of two at least the SQ's depth, "
+                         "with a doorbell record");
 
   void* sq = nullptr;
   void* dbr = nullptr;
@@ -64,6 +60,8 @@ Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, state::Rdma
   MORI_TRY(map(qp.dbrec, 2 * sizeof(uint32_t), false, &dbr));
   MORI_TRY(map(qp.bf.reg, sizeof(uint64_t), true, &db));
   MORI_TRY(map(cq.buf, size_t{cq.cqe_cnt} * cq.cqe_size, false, &cqbuf));
+  void* cq_dbr = nullptr;
+  MORI_TRY(map(cq.dbrec, 2 * sizeof(uint32_t), false, &cq_dbr));
 
   state::RdmaEndpoint& e = *ep;
   const uint32_t ibuf_lkey = e.ibuf_lkey;
@@ -72,7 +70,7 @@ Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, state::Rdma
   e.cq = static_cast<uint8_t*>(cqbuf);
   e.dbr = static_cast<uint32_t*>(dbr);
   e.db = static_cast<uint64_t*>(db);
-  e.cq_dbr = nullptr;
+  e.cq_dbr = static_cast<uint32_t*>(cq_dbr);
   e.ibuf = ibuf;  // the device's address, which the ibuf's MR takes as its IOVA
   e.sq_wqes = qp.sq.wqe_cnt;
   e.cq_entries = cq.cqe_cnt;

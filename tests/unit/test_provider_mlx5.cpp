@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <infiniband/mlx5dv.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -143,19 +144,24 @@ std::string describe(const WorkRequest& wr) {
   return s;
 }
 
-// A QP as the runtime hands it to the engine: one SQ slot, a collapsed CQ initialised invalid.
+// A QP as the runtime hands it to the engine: one SQ slot, a CQ ring of kCqEntries initialised
+// invalid, and the CQ's doorbell record.
+constexpr uint32_t kCqEntries = 4;
 struct Qp {
   alignas(64) uint8_t sq[64] = {};
-  alignas(64) uint8_t cq[64] = {};
+  alignas(64) uint8_t cq[64 * kCqEntries] = {};
   uint32_t dbr[2] = {};
+  uint32_t cq_dbr[2] = {};
   uint64_t db = 0;
   uint64_t produced = 0;
   mori::state::RdmaEndpoint ep{};
   Qp() {
-    cq[63] = MLX5_CQE_INVALID << 4;  // mlx5_alloc_cq_buf
-    ep.sq = sq, ep.cq = cq, ep.dbr = dbr, ep.db = &db;
-    ep.sq_wqes = 1, ep.cq_entries = 1, ep.qpn = kQpn;
+    Mlx5::init_cq(cq, kCqEntries);  // mlx5_alloc_cq_buf
+    ep.sq = sq, ep.cq = cq, ep.dbr = dbr, ep.db = &db, ep.cq_dbr = cq_dbr;
+    ep.sq_wqes = 1, ep.cq_entries = kCqEntries, ep.qpn = kQpn;
   }
+  // The consumer index in the CQ's doorbell record (rdma-core update_cons_index).
+  uint32_t ci() const { return be32toh(cq_dbr[0]); }
 };
 
 const mori::softnic::Codec& codec() { return mori::softnic::mlx5_codec(); }
@@ -300,11 +306,53 @@ TEST_CASE("mlx5 codec: complete() then poll_cq(), success and the 16-bit wqe_cou
     CHECK(p.status == 0);
     CHECK(std::string(p.status_text) == "success");
     CHECK(p.completed_through == s.index + 1);
-    qp.ep.completed = p.completed_through;  // the same CQE again is no progress
+    CHECK(qp.ep.cq_consumed == qp.produced);  // consumed, and the NIC told so
+    CHECK(qp.ci() == (qp.produced & 0xffffff));
+    qp.ep.completed = p.completed_through;  // nothing new: no progress
     p = Mlx5::poll_cq(qp.ep);
     CHECK(p.advanced == 0);
     CHECK(p.completed_through == s.index + 1);
   }
+}
+
+TEST_CASE("mlx5 CQ ring: each poll consumes the next CQE, in order, across passes") {
+  // Six successes over a 4-entry ring (the owner bit flips at the second pass) for WQEs 1, 3, ..
+  // 11 (selective signalling: each CQE completes two WQEs), then an error and a flush.
+  Qp ring;
+  for (uint64_t k = 0; k < 6; ++k) {
+    codec().complete(ring.ep, &ring.produced, 2 * k + 1, request(Opcode::kWrite, 2 * k + 1),
+                     CompletionStatus::kSuccess);
+    const mp::CqPoll p = Mlx5::poll_cq(ring.ep);
+    CHECK(p.advanced == 1);
+    CHECK(p.error == 0);
+    CHECK(p.completed_through == 2 * k + 2);
+    CHECK(ring.ep.cq_consumed == k + 1);
+    CHECK(ring.ci() == k + 1);
+    ring.ep.completed = p.completed_through;
+    CHECK(Mlx5::poll_cq(ring.ep).advanced == 0);  // nothing new
+    CHECK(ring.ep.cq_consumed == k + 1);
+  }
+  codec().complete(ring.ep, &ring.produced, 12, request(Opcode::kWrite, 12),
+                   CompletionStatus::kRemoteAccess);
+  codec().complete(ring.ep, &ring.produced, 13, request(Opcode::kWrite, 13),
+                   CompletionStatus::kFlushed);
+  mp::CqPoll p = Mlx5::poll_cq(ring.ep);
+  CHECK(p.error == 1);
+  CHECK(p.status == MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+  CHECK(p.completed_through == 13);  // WQE 12 failed
+  CHECK(ring.ci() == 7);
+  p = Mlx5::poll_cq(ring.ep);  // then the flush
+  CHECK(p.error == 1);
+  CHECK(std::string(p.status_text) == "work request flushed");
+  CHECK(ring.ep.cq_consumed == 8);
+  // Five CQEs written without consuming: entry 0 holds the fifth (second pass, owner 1), which a
+  // poller still at position 0 (first pass) must not take.
+  Qp qp;
+  for (uint64_t k = 0; k < 5; ++k)
+    codec().complete(qp.ep, &qp.produced, k, request(Opcode::kWrite, k),
+                     CompletionStatus::kSuccess);
+  CHECK(Mlx5::poll_cq(qp.ep).advanced == 0);
+  CHECK(qp.ep.cq_consumed == 0);
 }
 
 TEST_CASE("mlx5 codec: complete() then poll_cq() for each error status") {
@@ -328,7 +376,8 @@ TEST_CASE("mlx5 codec: complete() then poll_cq() for each error status") {
     CHECK(p.status == c.syndrome);
     CHECK(std::string(p.status_text) == c.text);
     CHECK(p.completed_through == 0x1'0003);  // the failed WQE and all before it are done
-    CHECK(Mlx5::poll_cq(qp.ep).error == 1);  // the QP stays in error
+    CHECK(qp.ep.cq_consumed == 1);           // consumed once: the next poll finds nothing
+    CHECK(Mlx5::poll_cq(qp.ep).error == 0);
   }
 }
 
@@ -366,9 +415,10 @@ TEST_CASE("mlx5 syndrome names: every rdma-core syndrome, vendor syndrome in sta
 
 TEST_CASE("mlx5 codec: CQE bytes as mlx5dv.h lays them out, owner bit as get_sw_cqe expects") {
   Qp qp;
-  for (uint64_t n = 0; n < 4; ++n) {
+  for (uint64_t n = 0; n < 2 * kCqEntries; ++n) {  // two passes: the owner bit flips
     const WorkRequest wr = request(Opcode::kFetchAdd, 0x1'0000 + n, 4);
-    const bool fail = n == 3;
+    const bool fail = n == 3 || n == 6;
+    const uint8_t owner = (n & kCqEntries) ? 1 : 0;
     codec().complete(qp.ep, &qp.produced, wr.index, wr,
                      fail ? CompletionStatus::kRemoteAccess : CompletionStatus::kSuccess);
     alignas(64) uint8_t expect[64] = {};
@@ -378,20 +428,21 @@ TEST_CASE("mlx5 codec: CQE bytes as mlx5dv.h lays them out, owner bit as get_sw_
       cqe->sop_drop_qpn = htobe32(uint32_t{MLX5_OPCODE_ATOMIC_MASKED_FA} << 24 | kQpn);
       cqe->wqe_counter = htobe16(static_cast<uint16_t>(wr.index));
       cqe->op_own = MLX5_CQE_REQ << 4;
-      mlx5dv_set_cqe_owner(cqe, n & 1);
+      mlx5dv_set_cqe_owner(cqe, owner);
     } else {
       auto* cqe = reinterpret_cast<::mlx5_err_cqe*>(expect);
       cqe->syndrome = MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
       cqe->s_wqe_opcode_qpn = htobe32(uint32_t{MLX5_OPCODE_ATOMIC_MASKED_FA} << 24 | kQpn);
       cqe->wqe_counter = htobe16(static_cast<uint16_t>(wr.index));
-      cqe->op_own = MLX5_CQE_REQ_ERR << 4 | (n & 1);
+      cqe->op_own = MLX5_CQE_REQ_ERR << 4 | owner;
     }
     CAPTURE(n);
-    CHECK(hex(qp.cq, 64) == hex(expect, 64));
-    // rdma-core's get_sw_cqe for CQE number n of a 1-entry CQ (cq.cqe = nent - 1 = 0)
-    auto* cqe = reinterpret_cast<::mlx5_cqe64*>(qp.cq);
+    uint8_t* entry = qp.cq + (n % kCqEntries) * 64;
+    CHECK(hex(entry, 64) == hex(expect, 64));
+    // rdma-core's get_sw_cqe for CQE number n of a ring of nent entries (cq.cqe = nent - 1)
+    auto* cqe = reinterpret_cast<::mlx5_cqe64*>(entry);
     CHECK(mlx5dv_get_cqe_opcode(cqe) != MLX5_CQE_INVALID);
-    CHECK(!((cqe->op_own & MLX5_CQE_OWNER_MASK) ^ !!(n & 1)));
+    CHECK(!((cqe->op_own & MLX5_CQE_OWNER_MASK) ^ !!(n & kCqEntries)));
   }
 }
 
@@ -404,14 +455,19 @@ TEST_CASE("mlx5 codec: a poller racing the writer never takes a half-written CQE
                         : CompletionStatus::kLocalLength;
   };
   std::thread nic([&] {
-    for (uint64_t i = 0; i < kCqes; ++i)
+    for (uint64_t i = 0; i < kCqes; ++i) {
+      // A NIC writes a ring entry only after the consumer index has freed it.
+      while (i - std::atomic_ref<uint64_t>(qp.ep.cq_consumed).load(std::memory_order_acquire) >=
+             kCqEntries)
+        std::this_thread::yield();
       codec().complete(qp.ep, &qp.produced, i, request(Opcode::kWrite, i), status_of(i));
+    }
   });
   uint64_t seen = 0, mismatches = 0;
   while (seen < kCqes) {
     const mp::CqPoll p = Mlx5::poll_cq(qp.ep);
     if (!p.advanced) continue;
-    REQUIRE(p.completed_through >= seen);  // the collapsed CQ only moves forward
+    REQUIRE(p.completed_through >= seen);  // completions only move forward
     seen = p.completed_through;
     const CompletionStatus s = status_of(seen - 1);
     const uint32_t want = s == CompletionStatus::kSuccess        ? 0u

@@ -90,10 +90,10 @@ struct Rig {
 
   explicit Rig(sn::SoftNicOptions options = no_env(), uint32_t initial_psn = 0) {
     std::memset(sq, 0, P::sq_bytes(kSqWqes));
-    // mlx5: a collapsed CQ initialised invalid; the ring CQs hold one CQE per outstanding WQE.
-    const uint32_t entries = std::is_same_v<P, mp::Mlx5> ? 1 : kSqWqes;
+    // A CQ ring, one CQE per outstanding WQE, as the driver hands it over.
+    const uint32_t entries = kSqWqes;
     cq.assign(entries * P::kCqeBytes, 0);
-    if constexpr (std::is_same_v<P, mp::Mlx5>) cq[63] = mp::MLX5_CQE_INVALID << 4;
+    P::init_cq(cq.data(), entries);
     ep.sq = sq, ep.cq = cq.data(), ep.dbr = dbr, ep.db = &db;
     ep.sq_wqes = kSqWqes, ep.cq_entries = entries, ep.qpn = kQpn, ep.cqn = 0x42;
     ep.provider_word[0] = 4096;       // bnxt's path MTU

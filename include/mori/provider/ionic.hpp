@@ -54,6 +54,10 @@ struct Ionic {
   static constexpr bool kNativeAtomic32 = false;
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
   static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }
+  // A new CQ ring as the driver hands it over: zeroed (for the software NIC, tests and benches).
+  static void init_cq(uint8_t* cq, uint32_t entries) {
+    for (uint64_t b = 0; b < uint64_t{entries} * kCqeBytes; ++b) cq[b] = 0;
+  }
 
   // The old value of a fetching atomic from its landing slot: 8-byte atomics only, in host order
   // (the transport never posts a 4-byte one: kNativeAtomic32 is false).

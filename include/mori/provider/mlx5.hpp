@@ -1,5 +1,5 @@
 // The MLX5 provider (NVIDIA/Mellanox ConnectX): writes one work request into one 64-byte WQEBB of
-// the send queue, rings the doorbell, and parses the collapsed completion queue. No state, no
+// the send queue, rings the doorbell, and parses the completion queue ring. No state, no
 // concurrency: the IBGDA engine (transport/rdma.hpp) owns both. Layouts and their sources:
 // mlx5_defs.hpp.
 //
@@ -14,13 +14,16 @@
 //  - Every byte of the WQEBB is written (the bytes past ds are zero), in four 16-byte stores.
 //
 // Runtime and engine obligations:
-//  - The send CQ is collapsed (PRM cqc.cc = 1, with cqc.oi = 1: include/linux/mlx5/mlx5_ifc.h):
-//    ep.cq_entries == 1 and every CQE lands in entry 0, which is initialised with
-//    op_own = MLX5_CQE_INVALID << 4 (rdma-core cq.c, mlx5_alloc_cq_buf). It serves this QP only.
+//  - The send CQ is a ring of ep.cq_entries (a power of two) 64-byte CQEs, as ibv_create_cq makes
+//    it, every entry initialised with op_own = MLX5_CQE_INVALID << 4 (rdma-core cq.c,
+//    mlx5_alloc_cq_buf). It serves this QP only and holds at least sq_wqes entries, which the
+//    engine's flow control keeps from overflowing. docs/rdma-hardware.md says why a ring and not
+//    ROCm/mori's collapsed CQ.
 //  - At most 65535 WQEs outstanding (the 16-bit wqe_counter is extended from ep.completed), and
 //    ep.completed advances only from what poll_cq reports.
 //  - ep.dbr is the QP's doorbell record (mlx5dv_qp.dbrec), ep.db the BlueFlame register
-//    (mlx5dv_qp.bf.reg); ep.cq_dbr and provider_word are unused.
+//    (mlx5dv_qp.bf.reg), ep.cq_dbr the CQ's doorbell record (mlx5dv_cq.dbrec; null on the software
+//    NIC, which reads ep.cq_consumed); provider_word is unused.
 //  - Entries written by other threads are ordered before the ringer's doorbell by the engine;
 //    ring_doorbell's release orders this thread's own writes.
 #pragma once
@@ -43,6 +46,14 @@ struct Mlx5 {
   static constexpr bool kNativeAtomic32 = true;
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
   static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }
+  // A new CQ ring of `entries` CQEs as the driver hands it over: every op_own INVALID, owner 0
+  // (rdma-core cq.c, mlx5_alloc_cq_buf). For the software NIC, tests and benches.
+  static void init_cq(uint8_t* cq, uint32_t entries) {
+    for (uint32_t i = 0; i < entries; ++i) {
+      for (uint32_t b = 0; b < kCqeBytes; ++b) cq[i * kCqeBytes + b] = 0;
+      cq[i * kCqeBytes + kCqeBytes - 1] = MLX5_CQE_INVALID << 4;
+    }
+  }
 
   // The old value of a fetching atomic from its landing slot. A 4-byte (extended, masked) atomic's
   // result lands big-endian, an 8-byte one's in host order: NVSHMEM's IBGDA reads the ibuf slot and
@@ -157,34 +168,38 @@ struct Mlx5 {
     // release of the submitted index after this call orders this doorbell before the next ring.
   }
 
-  // Reads the collapsed CQ's only entry. Reports WQEs [.., completed_through) complete, where the
-  // CQE's 16-bit wqe_counter names WQE N and completed_through = N + 1; N is extended as the
-  // nearest index at or after ep.completed - 1. advanced = 1 when that is beyond ep.completed. An
-  // error CQE reports its syndrome (status = syndrome | vendor_err_synd << 8) on every poll: the
-  // QP is then in error and stays so. Writes nothing; the caller holds the CQ.
+  // Consumes the next CQE of the ring, if the NIC has written it: advances ep.cq_consumed and the
+  // CQ's consumer index in its doorbell record, and reports WQEs [.., completed_through) complete;
+  // advanced = 1 when that is beyond ep.completed. On error completed_through - 1 is the failed
+  // WQE. A CQE is new when its opcode is not INVALID and its owner bit is the parity of the ring's
+  // pass (rdma-core cq.c, get_sw_cqe). One CQE per call keeps the hot path straight-line; the
+  // engine's waiters call again while they wait. The caller holds the CQ.
   MORI_DEVICE static CqPoll poll_cq(state::RdmaEndpoint& ep) {
     using platform::MemOrder, platform::MemScope;
-    const uint32_t* tail_word = reinterpret_cast<const uint32_t*>(ep.cq + kMlx5CqeTailOffset);
-    // Acquire: the NIC writes op_own last; what the CQE says is read after it (rdma-core's
-    // udma_from_device_barrier after get_sw_cqe).
-    const uint32_t raw = platform::atomic_load<MemOrder::Acquire, MemScope::System>(tail_word);
+    const uint64_t pos =
+        platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&ep.cq_consumed);
     const uint64_t before =
         platform::atomic_load<MemOrder::Relaxed, MemScope::System>(&ep.completed);
     CqPoll out{};
     out.completed_through = before;
     out.status_text = "success";
+    const uint8_t* cqe = ep.cq + (pos & (ep.cq_entries - 1)) * kCqeBytes;
+    // Acquire: the NIC writes op_own last; what the CQE says is read after it (rdma-core's
+    // udma_from_device_barrier after get_sw_cqe).
+    const uint32_t raw = platform::atomic_load<MemOrder::Acquire, MemScope::System>(
+        reinterpret_cast<const uint32_t*>(cqe + kMlx5CqeTailOffset));
     const Mlx5CqeTail tail = __builtin_bit_cast(Mlx5CqeTail, raw);
     const uint8_t opcode = mlx5_cqe_opcode(tail.op_own);
-    if (opcode == MLX5_CQE_INVALID) return out;  // no CQE yet
+    if (opcode == MLX5_CQE_INVALID ||
+        mlx5_cqe_owner(tail.op_own) != ((pos & ep.cq_entries) ? 1 : 0))
+      return out;  // not written yet in this pass
+    // 16-bit wrap: N - (before - 1) is in [0, 0xffff] while fewer than 65536 WQEs are
+    // outstanding. An error CQE names the failed WQE, a success the last one it completes.
+    const uint16_t delta = static_cast<uint16_t>(tail.wqe_counter.get() - (before - 1));
+    out.completed_through = before + delta;
     if (opcode != MLX5_CQE_REQ) {
-      const uint32_t* synd_word =
-          reinterpret_cast<const uint32_t*>(ep.cq + kMlx5CqeSyndromesOffset);
-      const uint32_t synd = platform::atomic_load<MemOrder::Relaxed, MemScope::System>(synd_word);
-      // Acquire, then the tail again: if a newer CQE overwrote entry 0 meanwhile, the syndrome may
-      // be the newer one's; report nothing and let the next poll read the newer CQE whole.
-      platform::fence<MemOrder::Acquire, MemScope::System>();
-      if (platform::atomic_load<MemOrder::Relaxed, MemScope::System>(tail_word) != raw) return out;
-      const Mlx5CqeSyndromes s = __builtin_bit_cast(Mlx5CqeSyndromes, synd);
+      const Mlx5CqeSyndromes s = __builtin_bit_cast(
+          Mlx5CqeSyndromes, *reinterpret_cast<const uint32_t*>(cqe + kMlx5CqeSyndromesOffset));
       out.error = 1;
       if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
         out.status = s.syndrome | uint32_t{s.vendor_err_synd} << 8;
@@ -192,13 +207,17 @@ struct Mlx5 {
       } else {
         out.status = kStatusUnexpectedCqe | opcode;
         out.status_text = "unexpected CQE opcode";
-        return out;
+        out.completed_through = before;  // names no WQE
       }
     }
-    // 16-bit wrap: N - (before - 1) is in [0, 0xffff] while fewer than 65536 WQEs are outstanding.
-    const uint16_t delta = static_cast<uint16_t>(tail.wqe_counter.get() - (before - 1));
-    out.completed_through = before + delta;
-    out.advanced = delta != 0;
+    out.advanced = out.completed_through > before;
+    // Release (here and in the doorbell record): our reads of the entry come before its reuse, by
+    // a software NIC that reads cq_consumed or a NIC that reads the record (rdma-core cq.c,
+    // update_cons_index: dbrec[MLX5_CQ_SET_CI] = htobe32(ci & 0xffffff)).
+    platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.cq_consumed, pos + 1);
+    if (ep.cq_dbr != nullptr)
+      platform::atomic_store<MemOrder::Release, MemScope::System>(
+          &ep.cq_dbr[MLX5_CQ_SET_CI], be32::from(static_cast<uint32_t>(pos + 1) & 0xffffff).raw);
     return out;
   }
 

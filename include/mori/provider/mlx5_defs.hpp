@@ -9,7 +9,8 @@
 //       mlx5dv_get_cqe_opcode/_owner
 //   providers/mlx5/wqe.h      mlx5_wqe_inline_seg (mlx5dv.h's mlx5_wqe_inl_data_seg, as __be32)
 //   providers/mlx5/qp.c       _mlx5_post_send, set_data_inl_seg, post_send_db: how they are filled
-//   providers/mlx5/cq.c       mlx5_handle_error_cqe (syndrome -> status), get_sw_cqe (owner bit)
+//   providers/mlx5/cq.c       mlx5_handle_error_cqe (syndrome -> status), get_sw_cqe (owner bit),
+//       update_cons_index (the CQ doorbell record); providers/mlx5/mlx5.h MLX5_CQ_SET_CI
 //   libibverbs/enum_strs.c    ibv_wc_status_str: the status texts (mori's spellings: see below)
 // 32-bit atomics are the PRM's "extended atomics", which rdma-core does not post. Their facts come
 // from openucx/ucx src/uct/ib/mlx5/ib_mlx5.h (UCT_IB_MLX5_OPMOD_EXT_ATOMIC(log_size) =
@@ -53,6 +54,9 @@ enum : uint32_t {
   MLX5_SEND_WQE_BB = 64,          // one WQE basic block
   MLX5_INLINE_SEG = 0x80000000u,  // byte_count flag: the segment carries its data
   MLX5_SND_DBR = 1,               // index of the send counter in the QP's doorbell record
+  // The CQ's doorbell record: the consumer index (24 bits, big-endian) at [MLX5_CQ_SET_CI]
+  // (rdma-core providers/mlx5/mlx5.h, MLX5_CQ_SET_CI; cq.c, update_cons_index).
+  MLX5_CQ_SET_CI = 0,
 };
 
 // mlx5_cqe64::op_own bits 7:4

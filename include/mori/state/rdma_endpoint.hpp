@@ -19,7 +19,7 @@ struct RdmaEndpoint {
   uint64_t* ibuf;    // ibuf_words(ibuf_slots) words: the landing slots of fetching atomics, g and
                      // small gets, then a discard word, then each slot's ticket (see below)
   uint32_t sq_wqes;  // power of two
-  uint32_t cq_entries;  // power of two (a collapsed mlx5 CQ has 1)
+  uint32_t cq_entries;  // power of two, at least sq_wqes
   uint32_t qpn;
   uint32_t cqn;
   uint32_t ibuf_slots;  // power of two

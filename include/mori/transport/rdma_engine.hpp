@@ -8,8 +8,8 @@
 // completions are cumulative (a CQE for WQE n completes every WQE before it on the QP: mlx5's
 // wqe_counter, BNXT's con_indx, Ionic's msn), and every WQE is followed in its own batch by the
 // signalled one, so any index a thread waits for is eventually covered. quiet's target (a batch
-// end) is always a signalled WQE. An error completes with a CQE whether signalled or not. The CQ of
-// a ring-CQ provider (Ionic, BNXT) has sq_wqes entries, which flow control keeps from overflowing
+// end) is always a signalled WQE. An error completes with a CQE whether signalled or not. Every
+// provider's CQ is a ring of at least sq_wqes entries, which flow control keeps from overflowing
 // (at most sq_wqes - 1 WQEs, hence CQEs, are ever unconsumed).
 //
 // Outstanding WQEs are bounded by sq_wqes - 1 for every provider (Ionic's doorbell cannot tell a
@@ -155,9 +155,9 @@ struct RdmaEngine {
     if (p.error) {
       // ep.completed does not advance over an error, even to the successes this poll saw before
       // it: a quiet() in another thread that read the advanced value before this thread's trap
-      // would return as if the failed WQE had succeeded. Unlocked before failing: the other
-      // waiters poll at once (on mlx5 every poll reports the error again; on any provider this
-      // trap ends the kernel, and on the host backend the launch) instead of holding the lock.
+      // would return as if the failed WQE had succeeded. Unlocked before failing, so that the
+      // other waiters are not left spinning on the lock: this trap ends the kernel (on the host
+      // backend, the launch).
       platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.poll_lock, 0u);
       // An error CQE names the failed WQE: completed_through is one past it, and the WQEs before
       // it completed. A flush may name none (Ionic's): completed_through stays where it was.

@@ -210,13 +210,13 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   }
   template <typename P>
   Status init_endpoint(RdmaEndpoint& ep, uint32_t sq_wqes, uint32_t qpn, uint64_t* ibuf) {
-    constexpr bool kCollapsed = std::is_same_v<P, provider::Mlx5>;
-    const uint32_t cq_entries = kCollapsed ? 1 : sq_wqes;
+    // A CQ ring of sq_wqes entries, as the runtime creates it on hardware: the engine's flow
+    // control keeps it from overflowing.
+    const uint32_t cq_entries = sq_wqes;
     Block sq = zeroed(P::sq_bytes(sq_wqes)), cq = zeroed(uint64_t{cq_entries} * P::kCqeBytes);
     Block words = zeroed(64);  // doorbell record (2 x 32 bits) and doorbell register
     if (!sq || !cq || !words) return Status::error("software NIC: out of memory for a queue pair");
-    // mlx5: the collapsed CQE starts invalid (op_own's opcode, mlx5dv.h MLX5_CQE_INVALID).
-    if constexpr (kCollapsed) cq.get()[P::kCqeBytes - 1] = provider::MLX5_CQE_INVALID << 4;
+    P::init_cq(cq.get(), cq_entries);
     ep.sq = sq.get();
     ep.cq = cq.get();
     ep.dbr = reinterpret_cast<uint32_t*>(words.get());

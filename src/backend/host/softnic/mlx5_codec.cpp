@@ -1,5 +1,5 @@
 // The software NIC's mlx5 codec: the send counter of the doorbell record, the 64-byte WQEBB parsed
-// back into a WorkRequest, and completions written into the collapsed CQ as a ConnectX writes them
+// back into a WorkRequest, and completions written into the CQ ring as a ConnectX writes them
 // (provider/mlx5_defs.hpp for the layouts and their rdma-core sources).
 //
 // decode() parses untrusted bytes: it reads exactly one WQEBB (a local copy), never past it, and
@@ -198,8 +198,8 @@ uint8_t syndrome_of(CompletionStatus status) {
   }
 }
 
-// CQE number n goes to entry n mod cq_entries, its owner bit the parity of n / cq_entries: for the
-// collapsed 1-entry CQ, entry 0 with owner n & 1 (get_sw_cqe's test with cq.cqe = nent - 1 = 0).
+// CQE number n goes to entry n mod cq_entries, its owner bit the parity of n / cq_entries
+// (get_sw_cqe's test with cq.cqe = nent - 1).
 void complete(RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index, const WorkRequest& wr,
               CompletionStatus status) {
   const uint64_t n = (*cq_produced)++;

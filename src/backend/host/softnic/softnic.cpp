@@ -192,7 +192,7 @@ bool SoftNic::service(Queue& q) {
       codec_.complete(ep, &q.cq_produced, index, wr, status);
       q.broken = true;
       // The WQEs announced with this one are dropped without completions, and flush() completes
-      // those of later doorbells (softnic.hpp says why).
+      // those of later doorbells (softnic.hpp).
       q.next = announced;
       std::lock_guard<std::mutex> lock(mutex_);
       q.error = "WQE " + std::to_string(index) + ": " + why;

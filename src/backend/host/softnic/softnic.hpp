@@ -13,9 +13,8 @@
 // complete with a flush error (CompletionStatus::kFlushed, the provider's "work request flushed"),
 // signalled or not, as a real NIC flushes them, so a kernel that waits on the QP later (a new
 // launch) fails at once with that status instead of timing out. Those announced by the failing
-// doorbell are dropped without completions: a real NIC flushes them too, which on mlx5's collapsed
-// CQ overwrites the error CQE before the engine may have read it (docs/rdma-hardware.md, "Error
-// completions"); the model keeps the error CQE visible to the launch that caused it.
+// doorbell are dropped without completions (a real NIC flushes them too; the engine stops at the
+// error CQE, which comes first in the ring, either way).
 //
 // Fault injection (Faults, or MORI_SOFTNIC_FAULT, read by start()): comma-separated items
 //   error:N      WQE N (SQ index, on every served QP) completes with CompletionStatus::kGeneral
