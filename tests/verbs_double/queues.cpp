@@ -1,0 +1,220 @@
+// The verbs double's CQs and RC QPs: creation, ibv_modify_qp against the kernel's rules
+// (qp_rules.cpp for the state table; the value checks below), and destruction in the order the
+// kernel insists on. The sizes follow rdma-core's mlx5 provider, so that mlx5dv_init_obj reports
+// what hardware would: a CQ asked for `cqe` entries is a ring of roundup_pow_of_two(cqe + 1)
+// (providers/mlx5/cq.c, mlx5_create_cq: align_queue_size(cqe + 1)), and the send queue holds
+// max_send_wr WQEs of the size that max_inline_data and max_send_sge imply, in 64-byte WQEBBs
+// (providers/mlx5/verbs.c, calc_send_wqe; modelled for RC: a 16-byte control segment, a 16-byte
+// remote-address and a 16-byte atomic segment, then the inline data with its 4-byte header or
+// the gather list, rounded up to a WQEBB).
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "double_state.hpp"
+
+using verbs_double::DeviceSpec;
+using verbs_double::QpRecord;
+using namespace verbs_double::internal;
+
+namespace {
+
+uint32_t roundup_pow2(uint64_t v) {
+  uint32_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+uint32_t sq_wqebbs(const ibv_qp_cap& cap) {
+  const uint32_t overhead = 16 + 16 + 16;
+  const uint32_t inl = overhead + (4 + cap.max_inline_data + 15) / 16 * 16;
+  const uint32_t gather = overhead + 16 * cap.max_send_sge;
+  const uint32_t wqe = (std::max(inl, gather) + 63) / 64 * 64;
+  return roundup_pow2(uint64_t{std::max(cap.max_send_wr, 1u)} * wqe / 64);
+}
+
+// The checks on attribute values that the kernel core and the drivers make once the mask is
+// acceptable: ports in range (ib_uverbs modify_qp, rdma_is_port_valid), a GRH on RoCE
+// (rdma_check_ah_attr), a source GID in the table, a path MTU the port carries, and read/atomic
+// depths within the device's limits: the initiator's (max_rd_atomic) within max_qp_init_rd_atom,
+// the responder's (max_dest_rd_atomic) within max_qp_rd_atom (as hns_roce_qp.c's
+// check_qp_attr and mthca_qp.c's mthca_modify_qp check them). "" when all is well.
+std::string check_values(const Qp& q, const ibv_qp_attr& a, int mask) {
+  const DeviceSpec& s = q.context->device->spec;
+  const QpRecord& r = fabric().history[q.record];
+  if ((mask & IBV_QP_PORT) && bad_port(s, a.port_num))
+    return port_refusal("port_num", s, a.port_num);
+  const uint32_t port = mask & IBV_QP_PORT ? a.port_num : r.port;
+  if (mask & IBV_QP_AV) {
+    const ibv_ah_attr& ah = a.ah_attr;
+    if (bad_port(s, ah.port_num)) return port_refusal("ah_attr.port_num", s, ah.port_num);
+    if (s.ethernet && !ah.is_global) return "RoCE needs a GRH, and ah_attr.is_global is 0";
+    if (ah.is_global && ah.grh.sgid_index >= s.gids.size())
+      return "sgid_index " + std::to_string(ah.grh.sgid_index) + " is beyond " + s.name +
+             "'s GID table (" + std::to_string(s.gids.size()) + " entries)";
+    if (ah.is_global && empty_gid(s.gids[ah.grh.sgid_index].raw))
+      return "sgid_index " + std::to_string(ah.grh.sgid_index) + " names an empty GID entry";
+  }
+  if ((mask & IBV_QP_PATH_MTU) && (a.path_mtu < IBV_MTU_256 || a.path_mtu > s.active_mtu))
+    return "path_mtu " + std::to_string(mtu_bytes(a.path_mtu)) + " exceeds " + s.name + " port " +
+           std::to_string(port) + "'s active MTU " + std::to_string(mtu_bytes(s.active_mtu));
+  if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a.max_rd_atomic > s.max_qp_init_rd_atom)
+    return "max_rd_atomic " + std::to_string(a.max_rd_atomic) +
+           " exceeds the device's max_qp_init_rd_atom " + std::to_string(s.max_qp_init_rd_atom);
+  if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a.max_dest_rd_atomic > s.max_qp_rd_atom)
+    return "max_dest_rd_atomic " + std::to_string(a.max_dest_rd_atomic) +
+           " exceeds the device's max_qp_rd_atom " + std::to_string(s.max_qp_rd_atom);
+  if ((mask & IBV_QP_TIMEOUT) && a.timeout > 31)
+    return "timeout " + std::to_string(a.timeout) + " exceeds 31";
+  if (((mask & IBV_QP_RETRY_CNT) && a.retry_cnt > 7) ||
+      ((mask & IBV_QP_RNR_RETRY) && a.rnr_retry > 7))
+    return "retry_cnt and rnr_retry are 3-bit counts (at most 7)";
+  return "";
+}
+
+// Keeps what the transition told the QP in its record.
+void apply(Qp& q, QpRecord& r, const ibv_qp_attr& a, int mask, ibv_qp_state cur,
+           ibv_qp_state next) {
+  r.transitions.push_back({cur, next, mask});
+  r.state = q.qp.state = next;
+  if (mask & IBV_QP_PORT) r.port = a.port_num;
+  if (mask & IBV_QP_AV) {
+    r.is_global = a.ah_attr.is_global;
+    std::memcpy(r.dgid, a.ah_attr.grh.dgid.raw, sizeof(r.dgid));
+    r.sgid_index = a.ah_attr.is_global ? a.ah_attr.grh.sgid_index : -1;
+  }
+  if (mask & IBV_QP_PATH_MTU) r.path_mtu = a.path_mtu;
+  if (mask & IBV_QP_DEST_QPN) r.dest_qpn = a.dest_qp_num;
+  // The kernel masks PSNs to their 24 bits (_ib_modify_qp).
+  if (mask & IBV_QP_RQ_PSN) r.rq_psn = a.rq_psn & 0xffffff;
+  if (mask & IBV_QP_SQ_PSN) r.sq_psn = a.sq_psn & 0xffffff;
+  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) r.max_rd_atomic = a.max_rd_atomic;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) r.max_dest_rd_atomic = a.max_dest_rd_atomic;
+}
+
+}  // namespace
+
+extern "C" {
+
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                      int comp_vector) {
+  Fabric& f = fabric();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  Context* c = find(f.contexts, context);
+  if (!c) return refuse_null(f, EINVAL, "create_cq: not an open context");
+  if (channel)
+    return refuse_null(f, EOPNOTSUPP, "create_cq: the double has no completion channels");
+  if (cqe < 1 || cqe > c->device->spec.max_cqe)
+    return refuse_null(f, EINVAL,
+                       "create_cq: cqe " + std::to_string(cqe) + " is outside 1.." +
+                           std::to_string(c->device->spec.max_cqe));
+  if (comp_vector < 0 || comp_vector >= context->num_comp_vectors)
+    return refuse_null(
+        f, EINVAL,
+        "create_cq: comp_vector " + std::to_string(comp_vector) + " is not one of the context's");
+  auto cq = std::make_unique<Cq>();
+  cq->context = c;
+  cq->entries = roundup_pow2(uint64_t(cqe) + 1);
+  cq->cqn = f.next_cqn++;
+  cq->buf.assign(size_t{cq->entries} * 64, 0);
+  cq->cq.context = context;
+  cq->cq.cq_context = cq_context;
+  cq->cq.handle = f.next_handle++;
+  cq->cq.cqe = static_cast<int>(cq->entries) - 1;
+  return keep(f.cqs, std::move(cq), &Cq::cq);
+}
+
+// A CQ that a QP still uses cannot be destroyed (ib_destroy_cq_user: usecnt, EBUSY).
+int ibv_destroy_cq(ibv_cq* cq) {
+  Fabric& f = fabric();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  Cq* c = find(f.cqs, cq);
+  if (!c) return refuse(f, EINVAL, "destroy_cq: not a CQ of the fabric");
+  if (c->qps)
+    return refuse(f, EBUSY,
+                  "destroy_cq: CQ " + std::to_string(c->cqn) + " still has " +
+                      std::to_string(c->qps) + " QP(s) attached; destroy them first");
+  f.cqs.erase(cq);
+  return 0;
+}
+
+ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
+  Fabric& f = fabric();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  Pd* p = find(f.pds, pd);
+  if (!p) return refuse_null(f, EINVAL, "create_qp: not a PD of the fabric");
+  if (init->qp_type != IBV_QPT_RC)
+    return refuse_null(f, EOPNOTSUPP, "create_qp: the double models RC QPs only");
+  if (init->srq) return refuse_null(f, EOPNOTSUPP, "create_qp: the double has no SRQs");
+  Cq* send = find(f.cqs, init->send_cq);
+  Cq* recv = find(f.cqs, init->recv_cq);
+  if (!send || !recv) return refuse_null(f, EINVAL, "create_qp: a CQ that is not of the fabric");
+  // The kernel looks the CQ up among the objects of the PD's context: one of another fails.
+  if (send->context != p->context || recv->context != p->context)
+    return refuse_null(f, EINVAL, "create_qp: the CQ belongs to another context than the PD");
+  const DeviceSpec& s = p->context->device->spec;
+  const ibv_qp_cap& cap = init->cap;
+  if (cap.max_send_wr > static_cast<uint32_t>(s.max_qp_wr) ||
+      cap.max_recv_wr > static_cast<uint32_t>(s.max_qp_wr) || cap.max_send_sge > 30 ||
+      cap.max_recv_sge > 30)
+    return refuse_null(f, EINVAL,
+                       "create_qp: capabilities beyond the device's max_qp_wr or max_sge");
+  auto q = std::make_unique<Qp>();
+  q->context = p->context;
+  q->pd = p;
+  q->send_cq = send;
+  q->recv_cq = recv;
+  q->wqe_cnt = sq_wqebbs(cap);
+  q->sq.assign(size_t{q->wqe_cnt} * 64, 0);
+  q->qp.context = pd->context;
+  q->qp.qp_context = init->qp_context;
+  q->qp.pd = pd;
+  q->qp.send_cq = init->send_cq;
+  q->qp.recv_cq = init->recv_cq;
+  q->qp.handle = f.next_handle++;
+  q->qp.qp_num = f.next_qpn++;
+  q->qp.state = IBV_QPS_RESET;
+  q->qp.qp_type = IBV_QPT_RC;
+  ++p->qps;
+  ++send->qps;
+  if (recv != send) ++recv->qps;
+  QpRecord r;
+  r.device = s.name;
+  r.qpn = q->qp.qp_num;
+  r.cq_entries = send->entries;
+  q->record = f.history.size();
+  f.history.push_back(r);
+  return keep(f.qps, std::move(q), &Qp::qp);
+}
+
+int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+  Fabric& f = fabric();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  Qp* q = find(f.qps, qp);
+  if (!q) return refuse(f, EINVAL, "modify_qp: not a QP of the fabric");
+  const ibv_qp_state cur = mask & IBV_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
+  const ibv_qp_state next = mask & IBV_QP_STATE ? attr->qp_state : cur;
+  const std::string where =
+      std::string("modify_qp ") + state_name(cur) + "->" + state_name(next) + ": ";
+  if (cur > IBV_QPS_ERR || next > IBV_QPS_ERR) return refuse(f, EINVAL, where + "unknown state");
+  std::string why = check_rc_transition(cur, next, mask);
+  if (why.empty()) why = check_values(*q, *attr, mask);
+  if (!why.empty()) return refuse(f, EINVAL, where + why);
+  apply(*q, f.history[q->record], *attr, mask, cur, next);
+  return 0;
+}
+
+int ibv_destroy_qp(ibv_qp* qp) {
+  Fabric& f = fabric();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  Qp* q = find(f.qps, qp);
+  if (!q) return refuse(f, EINVAL, "destroy_qp: not a QP of the fabric");
+  --q->pd->qps;
+  --q->send_cq->qps;
+  if (q->recv_cq != q->send_cq) --q->recv_cq->qps;
+  f.history[q->record].destroyed = true;
+  f.qps.erase(qp);
+  return 0;
+}
+
+}  // extern "C"

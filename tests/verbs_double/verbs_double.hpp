@@ -1,0 +1,94 @@
+// The verbs double: a test-only stand-in for the libibverbs and mlx5dv entry points that
+// src/rdma calls (docs/rdma-hardware.md, "The setup path in CI"). It defines those C functions
+// itself, on fake devices, so a test executable that compiles src/rdma/*.cpp with it links no
+// real libibverbs. Like the kernel and rdma-core, it refuses what they refuse: each refusal
+// returns the errno the real call returns (ibv_modify_qp and the destroyers return it; creators
+// return NULL and set errno) and records a reason the test can read.
+//
+// What it models: devices and their ports and GID tables, PDs, MRs, CQs and RC QPs with the
+// kernel's modify_qp state table (qp_rules.cpp), and the mlx5dv_init_obj export of QPs and CQs.
+// What it does not: traffic (no work request is ever posted), completion channels, SRQs, other
+// QP types.
+//
+// Thread-safe: one lock guards the whole fabric, so PEs run as threads may call it at once.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace verbs_double {
+
+struct GidSpec {
+  uint8_t raw[16];    // all zero: an empty entry
+  ibv_gid_type type;  // IBV_GID_TYPE_IB, _ROCE_V1 or _ROCE_V2
+};
+
+struct DeviceSpec {
+  std::string name;
+  bool mlx5 = true;  // mlx5dv_is_supported, and mlx5dv_init_obj works on its objects
+  uint8_t ports = 1;
+  bool ethernet = true;  // RoCE; false: InfiniBand
+  ibv_port_state state = IBV_PORT_ACTIVE;
+  ibv_mtu active_mtu = IBV_MTU_4096;
+  uint16_t lid = 0;             // 0 on RoCE
+  std::vector<GidSpec> gids;    // every port's GID table; gid_tbl_len is its size
+  int max_qp_rd_atom = 16;      // responder depth limit (max_dest_rd_atomic)
+  int max_qp_init_rd_atom = 8;  // initiator depth limit (max_rd_atomic)
+  int max_cqe = 4194303;
+  int max_qp_wr = 32768;
+};
+
+// A RoCE mlx5 device with one active port, MTU 4096, whose GID table is: 0 fe80::<host> RoCE v1,
+// 1 the same as RoCE v2, 2 ::ffff:10.0.0.<host> RoCE v1, 3 the same as RoCE v2.
+DeviceSpec roce_mlx5(const std::string& name, uint8_t host);
+
+// Replaces the fabric's devices and forgets every object, record and refusal.
+void reset(std::vector<DeviceSpec> devices);
+
+// The objects alive now.
+struct Live {
+  int device_lists = 0, contexts = 0, pds = 0, mrs = 0, cqs = 0, qps = 0;
+};
+Live live();
+
+// The reason of the most recent refusal ("" if none), and all of them since reset().
+std::string last_refusal();
+std::vector<std::string> refusals();
+
+// One successful ibv_modify_qp.
+struct Transition {
+  ibv_qp_state from, to;
+  int mask;  // ibv_qp_attr_mask
+};
+
+// Everything one QP was told, kept after it is destroyed, in creation order.
+struct QpRecord {
+  std::string device;
+  uint32_t qpn = 0;
+  uint32_t cq_entries = 0;  // the ring its CQ was made with
+  std::vector<Transition> transitions;
+  ibv_qp_state state = IBV_QPS_RESET;
+  bool destroyed = false;
+  // The values of the last transition that set them.
+  uint8_t port = 0;
+  uint32_t dest_qpn = 0, rq_psn = 0, sq_psn = 0;
+  int path_mtu = 0;  // ibv_mtu
+  int max_rd_atomic = 0, max_dest_rd_atomic = 0;
+  bool is_global = false;
+  uint8_t dgid[16] = {};
+  int sgid_index = -1;
+};
+std::vector<QpRecord> qp_history();
+
+// Checks that the QPs that reached RTS are connected in pairs: each one's dest_qp_num names a QP
+// of the fabric whose dest_qp_num names it back, its rq_psn is that QP's sq_psn, its dgid is
+// the GID at the peer's sgid_index, and its path MTU fits both ports. Empty when all is well.
+std::vector<std::string> connection_problems();
+
+// "IBV_QP_STATE | IBV_QP_AV", from ibv_qp_attr_mask bits.
+std::string mask_names(int mask);
+
+}  // namespace verbs_double
