@@ -170,8 +170,10 @@ Status VerbsNetwork::open_device(bool* none) {
                            "'s table (" + std::to_string(pa.gid_tbl_len) +
                            " entries): set MORI_IB_GID_INDEX");
     ibv_gid gid{};
-    if (int rc = ibv_query_gid(context_, static_cast<uint8_t>(port_), gid_index_, &gid))
-      return errno_error("ibv_query_gid(" + where + ")", rc);
+    // ibv_query_gid returns -1 and sets errno (libibverbs verbs.c), unlike the calls that return
+    // the errno.
+    if (ibv_query_gid(context_, static_cast<uint8_t>(port_), gid_index_, &gid) != 0)
+      return errno_error("ibv_query_gid(" + where + ")", errno);
     std::memcpy(gid_, gid.raw, sizeof(gid_));
     const bool empty_gid =
         std::all_of(std::begin(gid_), std::end(gid_), [](uint8_t b) { return !b; });

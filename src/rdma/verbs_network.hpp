@@ -16,7 +16,9 @@
 //
 // Exporting: MLX5 only (mori/provider/mlx5.hpp). rdma-core 44 ships no direct-verbs interface for
 // bnxt_re or ionic, so MORI_DEVICE_NIC=bnxt|ionic fails on hardware, saying so. Nothing here has
-// run against a NIC: it is compiled, and the no-device path is tested.
+// run against a NIC. Tests: the no-device path over the real libibverbs, and open (with export),
+// register_region and teardown over the verbs double (tests/verbs_double/), which refuses what the
+// kernel refuses.
 #pragma once
 
 #include <cstddef>

@@ -36,6 +36,7 @@ struct Pd {
 struct Mr {
   ibv_mr mr{};
   Pd* pd = nullptr;
+  uint64_t iova = 0;  // where the device's addresses in this MR start
 };
 
 struct Cq {

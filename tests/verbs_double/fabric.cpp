@@ -2,8 +2,11 @@
 // verbs_device.cpp and verbs_network.cpp (the exported symbols that `nm -u` lists for them,
 // including the ones verbs.h's inline wrappers call: ibv_query_port behind ___ibv_query_port,
 // _ibv_query_gid_ex and _ibv_query_gid_table behind ibv_query_gid_ex and ibv_query_gid_table,
-// ibv_reg_mr behind __ibv_reg_mr). Contexts leave abi_compat null, so that verbs.h's inline
-// wrappers call these exported functions instead of a provider's ops table.
+// ibv_reg_mr behind __ibv_reg_mr, ibv_reg_mr_iova2 behind ibv_reg_mr_iova with run-time access
+// flags, ibv_reg_dmabuf_mr). Contexts leave abi_compat null, so that verbs.h's inline wrappers call
+// these exported functions instead of a provider's ops table.
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -219,19 +222,27 @@ int ibv_dealloc_pd(ibv_pd* pd) {
   return 0;
 }
 
-// Remote write or atomic access needs local write (the kernel's ib_check_mr_access).
-ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
+}  // extern "C"
+
+namespace {
+
+// Every registration entry point: remote write or atomic access needs local write (the kernel's
+// ib_check_mr_access). `iova` is what the MR's addresses start at (ibv_reg_mr_iova(3)).
+ibv_mr* register_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access,
+                    const char* call) {
   Fabric& f = fabric();
   std::lock_guard<std::mutex> lock(f.mutex);
+  const std::string what = call;
   Pd* p = find(f.pds, pd);
-  if (!p) return refuse_null(f, EINVAL, "reg_mr: not a PD of the fabric");
-  if (!addr || !length) return refuse_null(f, EINVAL, "reg_mr: an empty range");
+  if (!p) return refuse_null(f, EINVAL, what + ": not a PD of the fabric");
+  if (!length) return refuse_null(f, EINVAL, what + ": an empty range");
   if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
       !(access & IBV_ACCESS_LOCAL_WRITE))
     return refuse_null(f, EINVAL,
-                       "reg_mr: remote write or atomic access needs IBV_ACCESS_LOCAL_WRITE");
+                       what + ": remote write or atomic access needs IBV_ACCESS_LOCAL_WRITE");
   auto mr = std::make_unique<Mr>();
   mr->pd = p;
+  mr->iova = iova;
   mr->mr.context = pd->context;
   mr->mr.pd = pd;
   mr->mr.addr = addr;
@@ -241,6 +252,35 @@ ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
   mr->mr.rkey = f.next_key++;
   ++p->mrs;
   return keep(f.mrs, std::move(mr), &Mr::mr);
+}
+
+}  // namespace
+
+extern "C" {
+
+ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
+  if (!addr) return register_mr(pd, addr, 0, 0, access, "reg_mr");  // refused as empty
+  return register_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr), access, "reg_mr");
+}
+
+ibv_mr*(ibv_reg_mr_iova)(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
+  return register_mr(pd, addr, addr ? length : 0, iova, access, "reg_mr_iova");
+}
+
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                         unsigned int access) {
+  return register_mr(pd, addr, addr ? length : 0, iova, static_cast<int>(access), "reg_mr_iova2");
+}
+
+// A dma-buf import: the kernel resolves `fd` first (EBADF when it is not open).
+ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                          int access) {
+  if (fd < 0 || fcntl(fd, F_GETFD) == -1) {
+    Fabric& f = fabric();
+    std::lock_guard<std::mutex> lock(f.mutex);
+    return refuse_null(f, EBADF, "reg_dmabuf_mr: fd " + std::to_string(fd) + " is not open");
+  }
+  return register_mr(pd, reinterpret_cast<void*>(offset), length, iova, access, "reg_dmabuf_mr");
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {
