@@ -2,8 +2,9 @@
 # A sanitizer lane: builds the host backend under AddressSanitizer + UndefinedBehaviorSanitizer (asan) or
 # ThreadSanitizer (tsan) from CMakePresets.json, then runs tests under it.
 #
-#   scripts/sanitize.sh asan|tsan              the CI set: the unit label, then at 2 PEs over the software NIC
-#                                              the wrap stress (mlx5) and the fault tests (every family);
+#   scripts/sanitize.sh asan|tsan              the CI set: the unit label (the verbs double included),
+#                                              then at 2 PEs over the software NIC the wrap stress
+#                                              (mlx5) and the fault tests (every family);
 #                                              asan adds the device suites over mlx5 (atomics, signals,
 #                                              fence, waits, device checks)
 #   scripts/sanitize.sh asan|tsan --all        every unit, mpi, rdma and reliability test
@@ -37,8 +38,9 @@ if [ "$scope" = --all ]; then
   ninja -C "$build"
   ctest --test-dir "$build" -j "$(nproc)" --output-on-failure -L 'unit|mpi|rdma|reliability'
 else
-  ninja -C "$build" mori_unit_tests mori_mpi_rdma_stress mori_mpi_rdma_faults mori_mpi_device_atomics \
-    mori_mpi_device_signal mori_mpi_device_sync mori_mpi_device_wait mori_mpi_device_checks
+  ninja -C "$build" mori_unit_tests mori_verbs_double_tests mori_mpi_rdma_stress mori_mpi_rdma_faults \
+    mori_mpi_device_atomics mori_mpi_device_signal mori_mpi_device_sync mori_mpi_device_wait \
+    mori_mpi_device_checks
   ctest --test-dir "$build" -j "$(nproc)" --output-on-failure -L unit
   ctest --test-dir "$build" --output-on-failure -R "$rdma"
 fi
