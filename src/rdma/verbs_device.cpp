@@ -11,6 +11,7 @@
 #include "rdma/device_filter.hpp"
 #include "rdma/gid_select.hpp"
 #include "rdma/nic_affinity.hpp"
+#include "rdma/vendor_dv.hpp"
 #include "rdma/verbs_network.hpp"
 
 namespace mori::rdma {
@@ -41,16 +42,20 @@ Status validate(const VerbsConfig& c) {
   return {};
 }
 
-// On hardware, only MLX5 queue pairs can be handed to the device (docs/rdma-hardware.md).
-Status check_nic(const std::string& nic, ibv_device* device, const std::string& name) {
-  if (nic == "bnxt")
-    return Status::error(
-        "MORI_DEVICE_NIC=bnxt: exporting a BNXT queue pair to the GPU needs bnxt_re direct verbs, "
-        "which rdma-core 44 does not have; not built");
-  if (nic == "ionic")
-    return Status::error(
-        "MORI_DEVICE_NIC=ionic: exporting an Ionic queue pair to the GPU needs ionic direct verbs, "
-        "which rdma-core 44 does not have (it has no ionic provider); not built");
+// On hardware, only MLX5 queue pairs can be handed to the device (docs/rdma-hardware.md). For
+// BNXT and Ionic the vendor's direct-verbs library is loaded (vendor_dv.hpp): its absence is the
+// error; its presence still is, since the export through it is not built.
+Status check_nic(const std::string& nic, const std::string& dv_library, ibv_device* device,
+                 const std::string& name) {
+  if (nic == "bnxt" || nic == "ionic") {
+    std::vector<std::string> candidates;
+    if (!dv_library.empty()) candidates.push_back(dv_library);
+    std::unique_ptr<VendorDv> dv;
+    MORI_TRY(VendorDv::load(nic, candidates, &dv));
+    return Status::error("MORI_DEVICE_NIC=" + nic + ": loaded " + dv->path() + "; exporting " +
+                         (nic == "bnxt" ? "BNXT" : "Ionic") +
+                         " queue pairs through it is not built yet");
+  }
   if (!mlx5dv_is_supported(device))
     return Status::error(
         "rdma: " + name +
@@ -130,7 +135,7 @@ Status VerbsNetwork::open_device(bool* none) {
   const SelectedDevice& mine = selected[choice.index];
   device_choice_ = choice.reason;
   ibv_device* device = list.get()[std::find(names.begin(), names.end(), mine.name) - names.begin()];
-  MORI_TRY(check_nic(config_.nic, device, mine.name));
+  MORI_TRY(check_nic(config_.nic, config_.dv_library, device, mine.name));
   device_name_ = mine.name;
   port_ = mine.port;
 

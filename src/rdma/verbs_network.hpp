@@ -15,10 +15,11 @@
 // without one: half a network would leave some pairs unreachable in ways that are hard to see.
 //
 // Exporting: MLX5 only (mori/provider/mlx5.hpp). rdma-core 44 ships no direct-verbs interface for
-// bnxt_re or ionic, so MORI_DEVICE_NIC=bnxt|ionic fails on hardware, saying so. Nothing here has
-// run against a NIC. Tests: the no-device path over the real libibverbs, and open (with export),
-// register_region and teardown over the verbs double (tests/verbs_double/), which refuses what the
-// kernel refuses.
+// bnxt_re or ionic; with MORI_DEVICE_NIC=bnxt|ionic, open loads the vendor's library at run time
+// (vendor_dv.hpp) and fails on hardware either way: naming what is missing, or saying that the
+// export through it is not built yet. Nothing here has run against a NIC. Tests: the no-device
+// path over the real libibverbs, and open (with export), register_region and teardown over the
+// verbs double (tests/verbs_double/), which refuses what the kernel refuses.
 #pragma once
 
 #include <cstddef>
@@ -82,10 +83,13 @@ struct VerbsConfig {
   std::vector<bool> needs_rdma;  // [n_pes]: PEs reached over RDMA (symmetric; false for self)
   void* heap_base = nullptr;     // the symmetric heap, registered for remote access
   size_t heap_bytes = 0;
-  std::string device_filter_text;     // MORI_RDMA_DEVICES, as given (device_filter.hpp)
-  int gid_index = -1;                 // MORI_IB_GID_INDEX (0..255); -1: a RoCE v2 entry, 0 on IB
-  std::string gpu_pci_address;        // the GPU's, "0000:c1:00.0", or "" (nic_affinity.hpp)
-  std::string sysfs_root = "/sys";    // where nic_affinity.hpp reads the PCI tree
+  std::string device_filter_text;   // MORI_RDMA_DEVICES, as given (device_filter.hpp)
+  int gid_index = -1;               // MORI_IB_GID_INDEX (0..255); -1: a RoCE v2 entry, 0 on IB
+  std::string gpu_pci_address;      // the GPU's, "0000:c1:00.0", or "" (nic_affinity.hpp)
+  std::string sysfs_root = "/sys";  // where nic_affinity.hpp reads the PCI tree
+  // MORI_BNXT_DV_LIB or MORI_IONIC_DV_LIB, for nic "bnxt" or "ionic": the direct-verbs library to
+  // load instead of trying default_dv_libraries (vendor_dv.hpp); "": the defaults.
+  std::string dv_library;
   MapToDevice map_to_device;          // null: the identity
   UnmapFromDevice unmap_from_device;  // may be null
   // Exports GPU memory as a dma-buf for registration (memory_registration.hpp); null: plain

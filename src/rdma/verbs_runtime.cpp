@@ -59,6 +59,8 @@ Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma
   config.heap_bytes = rt.memory->size();
   config.device_filter_text = rt.settings.rdma_devices;
   config.gid_index = rt.settings.ib_gid_index;
+  if (nic == state::Nic::kBnxt) config.dv_library = rt.settings.bnxt_dv_lib;
+  if (nic == state::Nic::kIonic) config.dv_library = rt.settings.ionic_dv_lib;
   config.gpu_pci_address = std::move(hooks.gpu_pci_address);
   config.map_to_device = std::move(hooks.map_to_device);
   config.unmap_from_device = std::move(hooks.unmap_from_device);

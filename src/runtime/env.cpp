@@ -167,6 +167,8 @@ Status load(Settings* out) {
       return Status::error(quoted("MORI_DEVICE_NIC", text) + " is not mlx5, bnxt or ionic");
     }
   }
+  if (read("MORI_BNXT_DV_LIB", &text)) s.bnxt_dv_lib = text;
+  if (read("MORI_IONIC_DV_LIB", &text)) s.ionic_dv_lib = text;
   if (read("MORI_SHMEM_PES_PER_NODE", &text)) {
     MORI_TRY(parse_at_least("MORI_SHMEM_PES_PER_NODE", text, 1, 1 << 20, &value));
     s.pes_per_node = static_cast<int>(value);

@@ -35,6 +35,11 @@ struct Settings {
   // backend, setting it selects the software NIC of that family; unset, RDMA goes to ibverbs
   // devices (as on the hip backend, where unset means mlx5).
   state::Nic device_nic = state::Nic::kNone;
+  // MORI_BNXT_DV_LIB, MORI_IONIC_DV_LIB: the direct-verbs library (a name for dlopen or a path)
+  // to load for MORI_DEVICE_NIC=bnxt or ionic on hardware instead of the defaults
+  // (rdma/vendor_dv.hpp); as given, "" when unset.
+  std::string bnxt_dv_lib;
+  std::string ionic_dv_lib;
   int pes_per_node = 0;         // MORI_SHMEM_PES_PER_NODE: testing only, see runtime/node.hpp
   int ib_gid_index = -1;        // MORI_IB_GID_INDEX 0..255; -1: a RoCE v2 entry, 0 on InfiniBand
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536

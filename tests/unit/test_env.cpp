@@ -29,6 +29,8 @@ constexpr const char* kVariables[] = {
     "MORI_RDMA_SQ_WQES",
     "MORI_IB_GID_INDEX",
     "MORI_SHMEM_PES_PER_NODE",
+    "MORI_BNXT_DV_LIB",
+    "MORI_IONIC_DV_LIB",
 };
 
 // Clears every variable load() reads, applies `values`, and puts the environment back as it was
@@ -182,16 +184,22 @@ TEST_CASE("env: the RDMA variables") {
     CHECK(s.rdma_sq_wqes == 256);
     CHECK(s.ib_gid_index == -1);
     CHECK(s.pes_per_node == 0);
+    CHECK(s.bnxt_dv_lib.empty());
+    CHECK(s.ionic_dv_lib.empty());
   }
   ScopedEnv scope({{"MORI_DEVICE_NIC", "ionic"},
                    {"MORI_RDMA_SQ_WQES", "64"},
                    {"MORI_IB_GID_INDEX", "0"},
-                   {"MORI_SHMEM_PES_PER_NODE", "8"}});
+                   {"MORI_SHMEM_PES_PER_NODE", "8"},
+                   {"MORI_BNXT_DV_LIB", "/opt/broadcom/lib/libbnxt_re.so"},
+                   {"MORI_IONIC_DV_LIB", "libionic.so.1"}});
   const env::Settings s = must_load();
   CHECK(s.device_nic == mori::state::Nic::kIonic);
   CHECK(s.rdma_sq_wqes == 64);
   CHECK(s.ib_gid_index == 0);
   CHECK(s.pes_per_node == 8);
+  CHECK(s.bnxt_dv_lib == "/opt/broadcom/lib/libbnxt_re.so");
+  CHECK(s.ionic_dv_lib == "libionic.so.1");
 }
 
 TEST_CASE("env: in vmm_heap mode the heap size rounds up to whole chunks, in static mode not") {
