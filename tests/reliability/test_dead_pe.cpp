@@ -77,14 +77,15 @@ void run_killed_pe(int victim, const std::string& finalize_error, const char* di
           const mori::Status put =
               mori::host::launch({1}, {1}, [&] { shmem::put(outside.data(), flag, 1, victim); });
           // Last, as the failed QP stays in error. The completion carries only a syndrome, as on
-          // hardware (WQE 0 was the barrier's AMO, which completed); the NIC's own log line gives
+          // hardware (WQE 0 was the barrier's AMO, which completed: its CQE and the error's are the
+          // two the CQ ring consumed); the NIC's own log line gives
           // the cause ("process_vm_writev to pid N failed: No such process"). qp:
           // softnic_network.cpp's numbering.
           const int qp = 0x100 + victim * shmem::num_qp_per_pe();
           FAULT_EQ(put.message(),
                    lane_failure("RDMA mlx5 error completion: remote access error (status 0x13) on "
                                 "WQE 1, qp " +
-                                std::to_string(qp) + " posted 2, completed 1, cq consumed 0 (PE " +
+                                std::to_string(qp) + " posted 2, completed 1, cq consumed 2 (PE " +
                                 std::to_string(victim) + ")"));
           FAULT_CHECK(take_error_code() == uint32_t(state::DeviceErrorCode::kCompletionError));
         }
