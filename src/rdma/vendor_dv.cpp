@@ -6,22 +6,8 @@
 #include <dlfcn.h>
 #include <link.h>
 
-#include <iterator>
-
 namespace mori::rdma {
 namespace {
-
-// The functions each family needs, in the order of BnxtDv / IonicDv.
-constexpr const char* kBnxtSymbols[] = {
-    "bnxt_re_dv_umem_reg",   "bnxt_re_dv_umem_dereg", "bnxt_re_dv_create_cq",
-    "bnxt_re_dv_destroy_cq", "bnxt_re_dv_create_qp",  "bnxt_re_dv_destroy_qp",
-    "bnxt_re_dv_modify_qp",  "bnxt_re_dv_init_obj",   "bnxt_re_dv_get_default_db_region",
-};
-constexpr const char* kIonicSymbols[] = {
-    "ionic_dv_get_ctx",          "ionic_dv_get_qp",       "ionic_dv_get_cq",
-    "ionic_dv_qp_get_udma_idx",  "ionic_dv_pd_set_sqcmb", "ionic_dv_pd_set_rqcmb",
-    "ionic_dv_pd_set_udma_mask",
-};
 
 struct Family {
   const char* what;     // what the library provides, for the error
@@ -38,9 +24,11 @@ std::string dl_error() {
   return e ? e : "unknown dlopen error";
 }
 
+// Resolves `symbol` into *fn, or adds it to the comma-separated *missing.
 template <typename F>
-void take(F* fn, void* symbol) {
-  *fn = reinterpret_cast<F>(symbol);
+void resolve(void* handle, const char* symbol, F* fn, std::string* missing) {
+  *fn = reinterpret_cast<F>(dlsym(handle, symbol));
+  if (!*fn) *missing += (missing->empty() ? "" : ", ") + std::string(symbol);
 }
 
 }  // namespace
@@ -81,38 +69,20 @@ Status VendorDv::load(const std::string& nic, const std::vector<std::string>& ca
                          "; install the NIC vendor's rdma-core or " + family.package);
   }
 
-  const bool bnxt = nic == "bnxt";
-  const char* const* symbols = bnxt ? std::begin(kBnxtSymbols) : std::begin(kIonicSymbols);
-  const size_t count = bnxt ? std::size(kBnxtSymbols) : std::size(kIonicSymbols);
-  std::vector<void*> found(count);
   std::string missing;
-  for (size_t i = 0; i < count; ++i) {
-    found[i] = dlsym(dv->handle_, symbols[i]);
-    if (!found[i]) missing += (missing.empty() ? "" : ", ") + std::string(symbols[i]);
-  }
-  if (!missing.empty()) return Status::error(prefix + dv->path_ + " has no " + missing);
-
-  if (bnxt) {
-    BnxtDv& b = dv->bnxt_;
-    take(&b.umem_reg, found[0]);
-    take(&b.umem_dereg, found[1]);
-    take(&b.create_cq, found[2]);
-    take(&b.destroy_cq, found[3]);
-    take(&b.create_qp, found[4]);
-    take(&b.destroy_qp, found[5]);
-    take(&b.modify_qp, found[6]);
-    take(&b.init_obj, found[7]);
-    take(&b.get_default_db_region, found[8]);
+  void* handle = dv->handle_;
+#define MORI_DV_RESOLVE_BNXT(member, ret, params) \
+  resolve(handle, "bnxt_re_dv_" #member, &dv->bnxt_.member, &missing);
+#define MORI_DV_RESOLVE_IONIC(member, ret, params) \
+  resolve(handle, "ionic_dv_" #member, &dv->ionic_.member, &missing);
+  if (nic == "bnxt") {
+    MORI_FOR_EACH_BNXT_DV(MORI_DV_RESOLVE_BNXT)
   } else {
-    IonicDv& o = dv->ionic_;
-    take(&o.get_ctx, found[0]);
-    take(&o.get_qp, found[1]);
-    take(&o.get_cq, found[2]);
-    take(&o.qp_get_udma_idx, found[3]);
-    take(&o.pd_set_sqcmb, found[4]);
-    take(&o.pd_set_rqcmb, found[5]);
-    take(&o.pd_set_udma_mask, found[6]);
+    MORI_FOR_EACH_IONIC_DV(MORI_DV_RESOLVE_IONIC)
   }
+#undef MORI_DV_RESOLVE_BNXT
+#undef MORI_DV_RESOLVE_IONIC
+  if (!missing.empty()) return Status::error(prefix + dv->path_ + " has no " + missing);
   *out = std::move(dv);
   return {};
 }

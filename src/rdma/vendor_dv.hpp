@@ -120,30 +120,38 @@ namespace mori::rdma {
 inline constexpr uint64_t kBnxtDvObjQp = 1 << 0;
 inline constexpr uint64_t kBnxtDvObjCq = 1 << 1;
 
-// The BNXT functions, in the order they are resolved (vendor_dv.cpp: kBnxtSymbols). Prototypes as
-// in Broadcom's bnxt_re_dv.h; umem handles are void* there (rdma-core's newest header changes them).
-struct BnxtDv {
-  void* (*umem_reg)(ibv_context*, bnxt_re_dv_umem_reg_attr*);
-  int (*umem_dereg)(void* umem);
-  ibv_cq* (*create_cq)(ibv_context*, bnxt_re_dv_cq_init_attr*);
-  int (*destroy_cq)(ibv_cq*);
-  ibv_qp* (*create_qp)(ibv_pd*, bnxt_re_dv_qp_init_attr*);
-  int (*destroy_qp)(ibv_qp*);
-  int (*modify_qp)(ibv_qp*, ibv_qp_attr*, int attr_mask, uint32_t type, uint32_t value);
-  int (*init_obj)(bnxt_re_dv_obj*, uint64_t obj_type);
-  int (*get_default_db_region)(ibv_context*, bnxt_re_dv_db_region_attr*);
-};
+// The BNXT functions, in the order they are resolved: X(member, return type, parameters), the
+// symbol being bnxt_re_dv_<member>. Prototypes as in Broadcom's bnxt_re_dv.h; umem handles are
+// void* there (rdma-core's newest header changes them).
+#define MORI_FOR_EACH_BNXT_DV(X)                                                           \
+  X(umem_reg, void*, (ibv_context*, bnxt_re_dv_umem_reg_attr*))                            \
+  X(umem_dereg, int, (void* umem))                                                         \
+  X(create_cq, ibv_cq*, (ibv_context*, bnxt_re_dv_cq_init_attr*))                          \
+  X(destroy_cq, int, (ibv_cq*))                                                            \
+  X(create_qp, ibv_qp*, (ibv_pd*, bnxt_re_dv_qp_init_attr*))                               \
+  X(destroy_qp, int, (ibv_qp*))                                                            \
+  X(modify_qp, int, (ibv_qp*, ibv_qp_attr*, int attr_mask, uint32_t type, uint32_t value)) \
+  X(init_obj, int, (bnxt_re_dv_obj*, uint64_t obj_type))                                   \
+  X(get_default_db_region, int, (ibv_context*, bnxt_re_dv_db_region_attr*))
 
-// The Ionic functions, in the order they are resolved (vendor_dv.cpp: kIonicSymbols).
-struct IonicDv {
-  int (*get_ctx)(ionic_dv_ctx*, ibv_context*);
-  int (*get_qp)(ionic_dv_qp*, ibv_qp*);
-  int (*get_cq)(ionic_dv_cq*, ibv_cq*, uint8_t udma_idx);
-  uint8_t (*qp_get_udma_idx)(ibv_qp*);
-  int (*pd_set_sqcmb)(ibv_pd*, bool enable, bool expdb, bool require);
-  int (*pd_set_rqcmb)(ibv_pd*, bool enable, bool expdb, bool require);
-  int (*pd_set_udma_mask)(ibv_pd*, uint8_t udma_mask);
+// The Ionic functions likewise, the symbol being ionic_dv_<member>.
+#define MORI_FOR_EACH_IONIC_DV(X)                                        \
+  X(get_ctx, int, (ionic_dv_ctx*, ibv_context*))                         \
+  X(get_qp, int, (ionic_dv_qp*, ibv_qp*))                                \
+  X(get_cq, int, (ionic_dv_cq*, ibv_cq*, uint8_t udma_idx))              \
+  X(qp_get_udma_idx, uint8_t, (ibv_qp*))                                 \
+  X(pd_set_sqcmb, int, (ibv_pd*, bool enable, bool expdb, bool require)) \
+  X(pd_set_rqcmb, int, (ibv_pd*, bool enable, bool expdb, bool require)) \
+  X(pd_set_udma_mask, int, (ibv_pd*, uint8_t udma_mask))
+
+#define MORI_DV_FUNCTION_POINTER(member, ret, params) ret(*member) params = nullptr;
+struct BnxtDv {
+  MORI_FOR_EACH_BNXT_DV(MORI_DV_FUNCTION_POINTER)
 };
+struct IonicDv {
+  MORI_FOR_EACH_IONIC_DV(MORI_DV_FUNCTION_POINTER)
+};
+#undef MORI_DV_FUNCTION_POINTER
 
 // The libraries a family's loader tries, in order: Broadcom's names as ROCm/mori's BnxtDvApi
 // tries them; libionic.so as ROCm/mori and rocSHMEM open it, then the runtime name libionic.so.1.
