@@ -46,7 +46,8 @@ struct Bnxt {
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it (the ring, then the MSN table).
   static constexpr uint64_t sq_bytes(uint32_t wqes) {
     return uint64_t{wqes} * (kWqeBytes + sizeof(bnxt::bnxt_re_msns));
-  }  // A new CQ ring as the driver hands it over: zeroed (for the software NIC, tests and benches).
+  }
+  // A new CQ ring as the driver hands it over: zeroed (for the software NIC, tests and benches).
   static void init_cq(uint8_t* cq, uint32_t entries) {
     for (uint64_t b = 0; b < uint64_t{entries} * kCqeBytes; ++b) cq[b] = 0;
   }

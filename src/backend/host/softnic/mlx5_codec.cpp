@@ -222,27 +222,13 @@ uint8_t syndrome_of(CompletionStatus status) {
   }
 }
 
-// The opcode a CQE echoes: the WQE's (mlx5dv.h MLX5_OPCODE_*).
-uint8_t wqe_opcode_of(const WorkRequest& wr) {
-  switch (wr.opcode) {
-    case Opcode::kRead:
-      return MLX5_OPCODE_RDMA_READ;
-    case Opcode::kFetchAdd:
-      return wr.width == 4 ? MLX5_OPCODE_ATOMIC_MASKED_FA : MLX5_OPCODE_ATOMIC_FA;
-    case Opcode::kCompareSwap:
-      return wr.width == 4 ? MLX5_OPCODE_ATOMIC_MASKED_CS : MLX5_OPCODE_ATOMIC_CS;
-    default:
-      return MLX5_OPCODE_RDMA_WRITE;
-  }
-}
-
 // CQE number n goes to entry n mod cq_entries, its owner bit the parity of n / cq_entries
 // (get_sw_cqe's test with cq.cqe = nent - 1).
 void complete(RdmaEndpoint& ep, uint64_t* cq_produced, uint64_t index, const WorkRequest& wr,
               CompletionStatus status) {
   const uint64_t n = (*cq_produced)++;
   const uint8_t owner = (n & ep.cq_entries) ? 1 : 0;
-  const uint32_t opcode_qpn = uint32_t{wqe_opcode_of(wr)} << 24 | (ep.qpn & 0xffffff);
+  const uint32_t opcode_qpn = uint32_t{Mlx5::wqe_opcode(wr)} << 24 | (ep.qpn & 0xffffff);
   uint8_t image[sizeof(::mlx5_cqe64)] = {};
   if (status == CompletionStatus::kSuccess) {
     ::mlx5_cqe64 cqe{};
