@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "mori/state/rdma_endpoint.hpp"
 #include "verbs_double.hpp"
 
 namespace verbs_double::internal {
@@ -37,6 +38,7 @@ struct Mr {
   ibv_mr mr{};
   Pd* pd = nullptr;
   uint64_t iova = 0;  // where the device's addresses in this MR start
+  int access = 0;     // ibv_access_flags
 };
 
 struct Cq {
@@ -77,6 +79,10 @@ struct Fabric {
   uint32_t next_qpn = 0x100, next_cqn = 0x40, next_key = 0x1000, next_handle = 1;
   std::vector<std::string> refusals;
   std::vector<QpRecord> history;
+  // Set while software NICs carry the fabric's traffic (nic_backing.cpp): called, under the
+  // lock, after every registration and deregistration, so that the NICs see the new MRs; and
+  // served QPs may not be destroyed.
+  NicBacking* backing = nullptr;
 };
 
 // The one fabric. Every entry point holds its mutex for its whole call.
@@ -110,6 +116,21 @@ bool empty_gid(const uint8_t* raw);
 // Bytes of an ibv_mtu (IBV_MTU_1024 -> 1024).
 int mtu_bytes(int mtu);
 const char* state_name(int state);
+
+// Where a QP's BlueFlame register is: QPs of one context share its UAR page, each with its own
+// register (mlx5dv.cpp).
+uint64_t* bf_register(const Qp& qp);
+
+// The NIC's own view of an mlx5 QP in RTS, for the software NIC that carries the traffic
+// (nic_backing.cpp): its SQ, doorbell record and BlueFlame register, its send CQ's ring and
+// doorbell record, from the double's objects, never from what the runtime exported, so that a
+// wrong export shows as failed traffic. False, with the reason, when it cannot be served.
+bool nic_endpoint_mlx5(Qp& qp, mori::state::RdmaEndpoint* out, std::string* why);
+
+// nic_backing.cpp: the NICs' memory tables changed (an MR came or went).
+void memory_changed(Fabric& f);
+// Whether a software NIC serves `qp` now (it may not be destroyed then).
+bool served(const Fabric& f, const Qp& qp);
 
 // qp_rules.cpp: "" when the kernel lets an RC QP go from `cur` to `next` with `mask`, else why not
 // ("missing required attribute IBV_QP_RQ_PSN").

@@ -243,6 +243,7 @@ ibv_mr* register_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int ac
   auto mr = std::make_unique<Mr>();
   mr->pd = p;
   mr->iova = iova;
+  mr->access = access;
   mr->mr.context = pd->context;
   mr->mr.pd = pd;
   mr->mr.addr = addr;
@@ -251,7 +252,9 @@ ibv_mr* register_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int ac
   mr->mr.lkey = f.next_key++;
   mr->mr.rkey = f.next_key++;
   ++p->mrs;
-  return keep(f.mrs, std::move(mr), &Mr::mr);
+  ibv_mr* out = keep(f.mrs, std::move(mr), &Mr::mr);
+  memory_changed(f);
+  return out;
 }
 
 }  // namespace
@@ -290,6 +293,7 @@ int ibv_dereg_mr(ibv_mr* mr) {
   if (!m) return refuse(f, EINVAL, "dereg_mr: not an MR of the fabric");
   --m->pd->mrs;
   f.mrs.erase(mr);
+  memory_changed(f);
   return 0;
 }
 

@@ -24,6 +24,32 @@ int check_exportable(Fabric& f, const T* obj, const std::string& kind) {
 
 }  // namespace
 
+namespace verbs_double::internal {
+
+// Like the provider, QPs of one context share the UAR page; each gets its own register.
+uint64_t* bf_register(const Qp& qp) { return &qp.context->uar[(qp.qp.qp_num % 8) * 8]; }
+
+bool nic_endpoint_mlx5(Qp& qp, mori::state::RdmaEndpoint* out, std::string* why) {
+  if (qp.send_cq != qp.recv_cq) {
+    *why = "QP " + std::to_string(qp.qp.qp_num) + " has separate send and receive CQs";
+    return false;
+  }
+  mori::state::RdmaEndpoint ep{};
+  ep.sq = qp.sq.data();
+  ep.sq_wqes = qp.wqe_cnt;
+  ep.dbr = qp.dbrec;
+  ep.db = bf_register(qp);
+  ep.cq = qp.send_cq->buf.data();
+  ep.cq_entries = qp.send_cq->entries;
+  ep.cq_dbr = qp.send_cq->dbrec;
+  ep.qpn = qp.qp.qp_num;
+  ep.cqn = qp.send_cq->cqn;
+  *out = ep;
+  return true;
+}
+
+}  // namespace verbs_double::internal
+
 extern "C" {
 
 bool mlx5dv_is_supported(ibv_device* device) {
@@ -50,8 +76,7 @@ int mlx5dv_init_obj(mlx5dv_obj* obj, uint64_t obj_type) {
     out.rq.buf = nullptr;
     out.rq.wqe_cnt = 0;
     out.rq.stride = 0;
-    // Like the provider, QPs of one context share the UAR page; each gets its own register.
-    out.bf.reg = &q->context->uar[(q->qp.qp_num % 8) * 8];
+    out.bf.reg = bf_register(*q);
     out.bf.size = 64;
     out.comp_mask = 0;  // none of the optional fields
   }

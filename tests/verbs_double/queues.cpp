@@ -7,6 +7,8 @@
 // (providers/mlx5/verbs.c, calc_send_wqe; modelled for RC: a 16-byte control segment, a 16-byte
 // remote-address and a 16-byte atomic segment, then the inline data with its 4-byte header or
 // the gather list, rounded up to a WQEBB).
+#include <infiniband/mlx5dv.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -117,6 +119,11 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
   cq->entries = roundup_pow2(uint64_t(cqe) + 1);
   cq->cqn = f.next_cqn++;
   cq->buf.assign(size_t{cq->entries} * 64, 0);
+  // As rdma-core's mlx5 provider hands a new CQ over (cq.c, mlx5_alloc_cq_buf): every CQE's op_own
+  // says MLX5_CQE_INVALID with owner 0, so that no entry reads as a completion before the NIC
+  // writes one.
+  if (c->device->spec.mlx5)
+    for (uint32_t i = 0; i < cq->entries; ++i) cq->buf[size_t{i} * 64 + 63] = MLX5_CQE_INVALID << 4;
   cq->cq.context = context;
   cq->cq.cq_context = cq_context;
   cq->cq.handle = f.next_handle++;
@@ -209,6 +216,10 @@ int ibv_destroy_qp(ibv_qp* qp) {
   std::lock_guard<std::mutex> lock(f.mutex);
   Qp* q = find(f.qps, qp);
   if (!q) return refuse(f, EINVAL, "destroy_qp: not a QP of the fabric");
+  if (served(f, *q))
+    return refuse(f, EBUSY,
+                  "destroy_qp: a software NIC still serves QP " + std::to_string(qp->qp_num) +
+                      " (destroy the NicBacking first)");
   --q->pd->qps;
   --q->send_cq->qps;
   if (q->recv_cq != q->send_cq) --q->recv_cq->qps;

@@ -7,8 +7,9 @@
 //
 // What it models: devices and their ports and GID tables, PDs, MRs, CQs and RC QPs with the
 // kernel's modify_qp state table (qp_rules.cpp), and the mlx5dv_init_obj export of QPs and CQs.
-// What it does not: traffic (no work request is ever posted), completion channels, SRQs, other
-// QP types.
+// Traffic: NicBacking starts software NICs (mori::softnic, the host backend's) that execute the
+// work requests posted to the QPs in RTS, with what the double knows of each QP and MR. Not
+// modelled: completion channels, SRQs, receive queues, other QP types.
 //
 // Thread-safe: one lock guards the whole fabric, so PEs run as threads may call it at once.
 #pragma once
@@ -16,8 +17,11 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "mori/status.hpp"
 
 namespace verbs_double {
 
@@ -90,5 +94,39 @@ std::vector<std::string> connection_problems();
 
 // "IBV_QP_STATE | IBV_QP_AV", from ibv_qp_attr_mask bits.
 std::string mask_names(int mask);
+
+namespace internal {
+struct Fabric;
+struct Qp;
+void memory_changed(Fabric& f);
+bool served(const Fabric& f, const Qp& qp);
+}  // namespace internal
+
+// The software NICs that carry the traffic of the fabric's QPs in RTS (nic_backing.cpp): one per
+// device, serving its QPs with the codec of its family, each QP's queues as the double made them
+// (not as the runtime exported them), its peer from its dest_qp_num, its initial send PSN from
+// its RTS transition, the keys and ranges from the MRs on the fabric (kept current as MRs come
+// and go). PEs are threads of this process, so MRs are reached at their addresses.
+// While it lives, ibv_destroy_qp refuses the QPs it serves (EBUSY): destroy it first.
+class NicBacking {
+ public:
+  // Starts the NICs. Fails when no QP is in RTS, a QP's peer does not exist, a device's family has
+  // no software NIC, or another backing is alive.
+  static mori::Status start(std::unique_ptr<NicBacking>* out);
+  ~NicBacking();  // stops the NICs
+  NicBacking(const NicBacking&) = delete;
+  NicBacking& operator=(const NicBacking&) = delete;
+
+  uint64_t executed() const;  // work requests executed, all NICs
+  // "QP 257: WQE 3: rkey 0x99 not registered for PE 1", for each QP in the error state.
+  std::vector<std::string> qp_errors() const;
+
+ private:
+  struct Nic;
+  NicBacking() = default;
+  friend void internal::memory_changed(internal::Fabric& f);
+  friend bool internal::served(const internal::Fabric& f, const internal::Qp& qp);
+  std::vector<std::unique_ptr<Nic>> nics_;
+};
 
 }  // namespace verbs_double
