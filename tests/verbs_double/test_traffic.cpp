@@ -79,7 +79,6 @@ struct Run {
   std::string kernel(int me) {
     Pe& pe = pes[me];
     const int peer = 1 - me;
-    mori::state::RdmaEndpoint& ep = pe.eps[peer];
     const uint64_t base = pe.net->remote_heap_bases()[peer];
     const uint32_t rkey = pe.net->heap_rkeys()[peer], lkey = pe.net->heap_lkey();
     auto remote = [&](size_t word) { return base + word * 8; };
@@ -88,6 +87,8 @@ struct Run {
     const mori::Status launched = mori::host::launch({1}, {kLanes}, [&] {
       using Engine = RdmaEngine<P>;
       const int lane = plat::thread_rank();
+      // Lane l uses QP l % qps of the peer's (with 2, QPs of one device share its UAR page).
+      mori::state::RdmaEndpoint& ep = pe.eps[peer * qps + lane % qps];
       for (int k = 0; k < kIters; ++k) {
         const size_t s = size_t(lane) * kIters + k;
         WorkRequest w{};
@@ -141,7 +142,7 @@ struct Run {
   // A write with a key nobody registered: the kernel fails with the NIC's error completion.
   std::string bad_key(int me) {
     Pe& pe = pes[me];
-    mori::state::RdmaEndpoint& ep = pe.eps[1 - me];
+    mori::state::RdmaEndpoint& ep = pe.eps[(1 - me) * qps];
     const mori::Status s = mori::host::launch({1}, {1}, [&] {
       WorkRequest wr{};
       wr.opcode = Opcode::kWrite, wr.remote_addr = pe.net->remote_heap_bases()[1 - me];
@@ -152,6 +153,8 @@ struct Run {
     });
     return s.ok() ? std::string{} : s.message();
   }
+
+  int qps = 1;  // per peer
 
   void run(const std::string& nic, bool with_bad_key) {
     vd::ThreadHub hub(kPes);
@@ -174,7 +177,7 @@ struct Run {
         c.rank = rank;
         c.n_pes = kPes;
         c.local_rank = rank;
-        c.num_qp_per_pe = 1;
+        c.num_qp_per_pe = qps;
         c.sq_wqes = 64;  // small, so that the ring wraps several times
         c.ibuf_slots = 4;
         c.needs_rdma = {rank != 0, rank != 1};
@@ -215,10 +218,11 @@ struct Run {
 };
 
 template <typename P>
-void traffic(const std::string& nic, std::vector<vd::DeviceSpec> devices) {
+void traffic(const std::string& nic, std::vector<vd::DeviceSpec> devices, int qps) {
   vd::reset(std::move(devices));
   mori::test::DeviceStateGuard state(10'000'000'000);
   Run<P> run;
+  run.qps = qps;
   run.run(nic, false);
   REQUIRE_MESSAGE(run.nics_started.ok(), run.nics_started.message());
   std::string refused;
@@ -301,7 +305,10 @@ void error_completion(const std::string& nic, std::vector<vd::DeviceSpec> device
 }  // namespace
 
 TEST_CASE("traffic mlx5: init, writes, reads and atomics through the software NIC, finalize") {
-  traffic<mp::Mlx5>("mlx5", {vd::roce_mlx5("mlx5_0", 1), vd::roce_mlx5("mlx5_1", 2)});
+  for (int qps : {1, 2}) {
+    CAPTURE(qps);
+    traffic<mp::Mlx5>("mlx5", {vd::roce_mlx5("mlx5_0", 1), vd::roce_mlx5("mlx5_1", 2)}, qps);
+  }
 }
 
 TEST_CASE("traffic mlx5: a write with an unregistered rkey fails the kernel with the NIC's error") {
