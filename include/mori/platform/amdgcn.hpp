@@ -102,6 +102,22 @@ MORI_DEVICE T broadcast(T value, int src_lane) {
     return __builtin_bit_cast(T, (uint64_t)(uint32_t)lo | ((uint64_t)(uint32_t)hi << 32));
   }
 }
+// `value` of lane `src_lane`, which may differ from lane to lane (ds_bpermute); the source lane
+// must be active.
+template <typename T>
+MORI_DEVICE T shuffle(T value, int src_lane) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "shuffle moves 4- or 8-byte values");
+  const int address = src_lane << 2;
+  if constexpr (sizeof(T) == 4) {
+    return __builtin_bit_cast(
+        T, __builtin_amdgcn_ds_bpermute(address, __builtin_bit_cast(int, value)));
+  } else {
+    const uint64_t bits = __builtin_bit_cast(uint64_t, value);
+    const int lo = __builtin_amdgcn_ds_bpermute(address, (int)(uint32_t)bits);
+    const int hi = __builtin_amdgcn_ds_bpermute(address, (int)(uint32_t)(bits >> 32));
+    return __builtin_bit_cast(T, (uint64_t)(uint32_t)lo | ((uint64_t)(uint32_t)hi << 32));
+  }
+}
 // Whole-warp forms, called by every live lane of the warp. A wave64 is converged there, so they are
 // the same.
 MORI_DEVICE uint64_t warp_ballot(bool pred) { return ballot(pred); }

@@ -56,6 +56,12 @@ inline T broadcast(T value, int src_lane) {
   if (src_lane != lane_id()) trap("mori: broadcast from a lane that is not active");
   return value;
 }
+// As broadcast, where the source lane may differ from lane to lane (on the GPU).
+template <typename T>
+inline T shuffle(T value, int src_lane) {
+  if (src_lane != lane_id()) trap("mori: shuffle from a lane that is not active");
+  return value;
+}
 
 // Whole-warp collectives: every live lane of the warp calls them, as with CUDA's *_sync(full mask)
 // forms.

@@ -58,13 +58,18 @@ struct RdmaEngine {
     return post_n(ep, one, pe);
   }
 
-  // Posts K consecutive WQEs per lane (put-with-signal: the data, then the signal), all active
-  // lanes as one batch, so nothing of another thread falls between a lane's K. Returns the SQ index
-  // of this lane's first.
+  // Posts K consecutive WQEs per lane (put-with-signal: the data, then the signal), the active
+  // lanes on one endpoint as one batch, so nothing of another thread falls between a lane's K.
+  // Returns the SQ index of this lane's first.
+  //
+  // The lanes of a wavefront may post to different endpoints at once (a thread-scope put from each
+  // lane to another PE): each endpoint's lanes form their own batch (lanes_on), with its own leader
+  // and last lane. A batch never mixes endpoints, as its reservation, indices and doorbell are one
+  // QP's.
   template <uint32_t K>
   MORI_DEVICE static uint64_t post_n(RdmaEndpoint& ep, const WorkRequest (&wrs)[K], int pe = -1) {
-    // 1. reserve: the lowest active lane reserves for the batch and broadcasts the base.
-    const uint64_t active = platform::active_mask();
+    // 1. reserve: the lowest lane of the batch reserves for it and hands the base to the others.
+    const uint64_t active = lanes_on(ep);
     const int lane = platform::lane_id();
     const int leader = __builtin_ctzll(active);
     const int last = 63 - __builtin_clzll(active);
@@ -77,7 +82,7 @@ struct RdmaEngine {
       // 2. flow control, once for the batch: its last WQE must fit in the ring.
       wait_for_room(ep, (reservation & ~kFenceNext) + count, count, pe);
     }
-    reservation = platform::broadcast(reservation, leader);
+    reservation = platform::shuffle(reservation, leader);
     const uint64_t base = reservation & ~kFenceNext;
 
     // 3. write. The fence bit, when this batch consumed one, goes on its first WQE: the first WQE
@@ -100,6 +105,21 @@ struct RdmaEngine {
     // wavefront: lane i would spin on a store of lane i - 1, which cannot run until lane i exits.
     if (lane == last) submit(ep, base, base + count, wqe, pe);
     return base + rank;
+  }
+
+  // The active lanes whose `ep` is this lane's: one round per distinct endpoint, in which the
+  // lowest lane not yet grouped names the next one. One round when all post on one endpoint, and
+  // always on the host backend, where a call's active lanes are the calling lane alone.
+  MORI_DEVICE static uint64_t lanes_on(const RdmaEndpoint& ep) {
+    const uint64_t mine = reinterpret_cast<uintptr_t>(&ep);
+    uint64_t group = 0;
+    for (uint64_t todo = platform::active_mask(); todo != 0;) {
+      const uint64_t next = platform::broadcast(mine, __builtin_ctzll(todo));
+      const uint64_t same = platform::ballot(mine == next);
+      if (mine == next) group = same;
+      todo &= ~same;
+    }
+    return group;
   }
 
   // Posts `wr`, whose result the NIC writes to local memory (a read of at most 8 bytes, a
