@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,21 +18,63 @@
 
 namespace verbs_double::internal {
 
+// Zeroed, page-aligned memory: what rdma-core's ionic provider gives its rings (ionic_map_anon,
+// an anonymous mmap) and the kernel maps as a context's doorbell page.
+class PageBuffer {
+ public:
+  static constexpr size_t kPage = 4096;
+  PageBuffer() = default;
+  explicit PageBuffer(size_t bytes);
+  uint8_t* data() const { return p_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> p_;
+  size_t size_ = 0;
+};
+
+// One ring of an Ionic queue as rdma-core's ionic_queue_init lays it out (what ionic_dv_get_qp and
+// ionic_dv_get_cq report): 2^depth_log2 entries of 2^stride_log2 bytes, and the queue id that
+// its doorbell value carries (ionic_queue_dbell_init: id << 24).
+struct IonicRing {
+  PageBuffer buf;
+  uint8_t depth_log2 = 0, stride_log2 = 0;
+  uint32_t id = 0;
+  uint32_t depth() const { return uint32_t{1} << depth_log2; }
+  uint64_t dbell() const { return uint64_t{id} << 24; }
+};
+
+// ionic-abi.h: the controller memory bar preferences of a PD or queue (IONIC_CMB_*).
+inline constexpr uint8_t kIonicCmbEnable = 1, kIonicCmbRequire = 2, kIonicCmbExpdb = 4;
+
 struct Device {
   ibv_device dev{};  // what ibv_get_device_list hands out
   DeviceSpec spec;
+  uint8_t next_udma = 0;  // Ionic: the pipeline the next QP tries first (ionic_get_qpid)
 };
 
 struct Context {
   ibv_context ctx{};
   Device* device = nullptr;
   uint64_t uar[64] = {};  // the UAR page: every QP's BlueFlame register points into it
+  PageBuffer dbpage;      // Ionic: the doorbell page; the doorbells start at spec.dbell_offset
+  bool ionic() const { return device->spec.family == Family::kIonic; }
+  uint8_t udma_mask() const { return (1u << device->spec.ionic.udma_count) - 1; }
+  uint64_t* doorbells() const {
+    return reinterpret_cast<uint64_t*>(dbpage.data() + device->spec.ionic.dbell_offset);
+  }
 };
 
 struct Pd {
   ibv_pd pd{};
   Context* context = nullptr;
   int mrs = 0, qps = 0;
+  // Ionic: the pipelines its queues may use and where they go (ionic_alloc_pd's defaults: every
+  // pipeline, both queues in the controller memory bar, with express doorbells if available).
+  uint8_t udma_mask = 0, sq_cmb = 0, rq_cmb = 0;
 };
 
 struct Mr {
@@ -44,11 +87,14 @@ struct Mr {
 struct Cq {
   ibv_cq cq{};
   Context* context = nullptr;
-  uint32_t entries = 0;  // the ring: mlx5dv_cq.cqe_cnt
+  uint32_t entries = 0;  // MLX5: the ring, mlx5dv_cq.cqe_cnt
   uint32_t cqn = 0;
-  std::vector<uint8_t> buf;  // entries * 64 bytes
+  std::vector<uint8_t> buf;  // MLX5: entries * 64 bytes
   uint32_t dbrec[2] = {};
   int qps = 0;
+  // Ionic: a ring per pipeline in udma_mask, indexed by pipeline (ionic_create_cq_ex).
+  uint8_t udma_mask = 0;
+  std::vector<IonicRing> rings;
 };
 
 struct Qp {
@@ -57,10 +103,14 @@ struct Qp {
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
-  uint32_t wqe_cnt = 0;     // WQEBBs of 64 bytes
-  std::vector<uint8_t> sq;  // wqe_cnt * 64 bytes
+  uint32_t wqe_cnt = 0;     // MLX5: WQEBBs of 64 bytes
+  std::vector<uint8_t> sq;  // MLX5: wqe_cnt * 64 bytes
   uint32_t dbrec[2] = {};
   size_t record = 0;  // its entry in Fabric::history
+  // Ionic: its pipeline, the PD's CMB preferences it was made with, and its rings (the qpid is
+  // ibv_qp::qp_num, as the kernel's ionic_create_qp sets it).
+  uint8_t udma_idx = 0, sq_cmb = 0, rq_cmb = 0;
+  IonicRing isq, irq;
 };
 
 // Objects by the address of the ibv_* struct inside them.
@@ -126,6 +176,9 @@ uint64_t* bf_register(const Qp& qp);
 // doorbell record, from the double's objects, never from what the runtime exported, so that a
 // wrong export shows as failed traffic. False, with the reason, when it cannot be served.
 bool nic_endpoint_mlx5(Qp& qp, mori::state::RdmaEndpoint* out, std::string* why);
+// The same of an Ionic QP (ionic.cpp; verbs_double.hpp, nic_endpoint_ionic). The caller holds the
+// fabric's mutex, or knows that no QP or CQ is being created or destroyed meanwhile.
+bool nic_endpoint_ionic(const Qp& qp, mori::state::RdmaEndpoint* out, std::string* why);
 
 // nic_backing.cpp: the NICs' memory tables changed (an MR came or went).
 void memory_changed(Fabric& f);
@@ -135,5 +188,14 @@ bool served(const Fabric& f, const Qp& qp);
 // qp_rules.cpp: "" when the kernel lets an RC QP go from `cur` to `next` with `mask`, else why not
 // ("missing required attribute IBV_QP_RQ_PSN").
 std::string check_rc_transition(ibv_qp_state cur, ibv_qp_state next, int mask);
+
+// ionic.cpp: an Ionic context's doorbell page, a PD's defaults, and the rings of a CQ of `cqe`
+// entries and of a QP of `cap` (whose qpid will be `qpid`, on q.pd and q's CQs), made as
+// rdma-core's ionic provider and the kernel's ionic driver make them; the creators return "" or
+// the reason to refuse (EINVAL), having changed nothing then.
+void ionic_open_context(Context& c);
+void ionic_alloc_pd(Pd& p);
+std::string ionic_create_cq(Fabric& f, Cq& cq, int cqe);
+std::string ionic_create_qp(Qp& q, const ibv_qp_cap& cap, uint32_t qpid);
 
 }  // namespace verbs_double::internal

@@ -68,6 +68,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
   c->ctx.async_fd = -1;
   c->ctx.num_comp_vectors = 1;
   c->ctx.abi_compat = nullptr;
+  if (c->ionic()) ionic_open_context(*c);
   return keep(f.contexts, std::move(c), &Context::ctx);
 }
 
@@ -90,7 +91,10 @@ int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
   std::snprintf(attr->fw_ver, sizeof(attr->fw_ver), "verbs-double");
   attr->max_mr_size = ~uint64_t{0};
   attr->page_size_cap = 4096;
-  attr->vendor_id = 0x02c9;  // Mellanox
+  // PCI vendor ids: Mellanox, Broadcom, Pensando.
+  attr->vendor_id = s.family == verbs_double::Family::kIonic  ? 0x1dd8
+                    : s.family == verbs_double::Family::kBnxt ? 0x14e4
+                                                              : 0x02c9;
   attr->max_qp = 1 << 17;
   attr->max_qp_wr = s.max_qp_wr;
   attr->max_sge = 30;
@@ -205,6 +209,7 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
   pd->context = c;
   pd->pd.context = context;
   pd->pd.handle = f.next_handle++;
+  if (c->ionic()) ionic_alloc_pd(*pd);
   return keep(f.pds, std::move(pd), &Pd::pd);
 }
 

@@ -1,8 +1,8 @@
-// The verbs double's mlx5dv entry points: mlx5dv_is_supported (true for devices specified as mlx5)
-// and mlx5dv_init_obj for QPs and CQs, which reports the buffers the double allocated, with the
-// sizes rdma-core's mlx5 provider would give (queues.cpp): a send queue of 64-byte WQEBBs, a
-// doorbell record, a BlueFlame register in the context's UAR page, and the CQ as the ring it was
-// created with (64-byte CQEs).
+// The verbs double's mlx5dv entry points: mlx5dv_is_supported (true for MLX5-family devices) and
+// mlx5dv_init_obj for their QPs and CQs (refused for other families'), which reports the buffers
+// the double allocated, with the sizes rdma-core's mlx5 provider would give (queues.cpp): a send
+// queue of 64-byte WQEBBs, a doorbell record, a BlueFlame register in the context's UAR page, and
+// the CQ as the ring it was created with (64-byte CQEs).
 #include <infiniband/mlx5dv.h>
 
 #include <cerrno>
@@ -17,7 +17,7 @@ namespace {
 template <class T>
 int check_exportable(Fabric& f, const T* obj, const std::string& kind) {
   if (!obj) return refuse(f, EINVAL, "mlx5dv_init_obj: not a " + kind + " of the fabric");
-  if (!obj->context->device->spec.mlx5)
+  if (obj->context->device->spec.family != verbs_double::Family::kMlx5)
     return refuse(f, EOPNOTSUPP, "mlx5dv_init_obj: the " + kind + " is not on an mlx5 device");
   return 0;
 }
@@ -56,7 +56,7 @@ bool mlx5dv_is_supported(ibv_device* device) {
   Fabric& f = fabric();
   std::lock_guard<std::mutex> lock(f.mutex);
   for (const auto& d : f.devices)
-    if (&d->dev == device) return d->spec.mlx5;
+    if (&d->dev == device) return d->spec.family == verbs_double::Family::kMlx5;
   return false;
 }
 

@@ -61,7 +61,7 @@ sn::MemoryTable memory_of(const Fabric& f, int d) {
 }
 
 const sn::Codec* codec_of(const DeviceSpec& spec) {
-  return spec.mlx5 ? &sn::mlx5_codec() : nullptr;
+  return spec.family == Family::kMlx5 ? &sn::mlx5_codec() : nullptr;
 }
 
 }  // namespace

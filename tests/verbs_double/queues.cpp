@@ -1,7 +1,8 @@
 // The verbs double's CQs and RC QPs: creation, ibv_modify_qp against the kernel's rules
 // (qp_rules.cpp for the state table; the value checks below), and destruction in the order the
-// kernel insists on. The sizes follow rdma-core's mlx5 provider, so that mlx5dv_init_obj reports
-// what hardware would: a CQ asked for `cqe` entries is a ring of roundup_pow_of_two(cqe + 1)
+// kernel insists on. The rings are those of the device's rdma-core provider, so that the direct
+// verbs report what hardware would. Ionic devices: ionic.cpp. Others, after rdma-core's mlx5
+// provider: a CQ asked for `cqe` entries is a ring of roundup_pow_of_two(cqe + 1)
 // (providers/mlx5/cq.c, mlx5_create_cq: align_queue_size(cqe + 1)), and the send queue holds
 // max_send_wr WQEs of the size that max_inline_data and max_send_sge imply, in 64-byte WQEBBs
 // (providers/mlx5/verbs.c, calc_send_wqe; modelled for RC: a 16-byte control segment, a 16-byte
@@ -116,18 +117,24 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
         "create_cq: comp_vector " + std::to_string(comp_vector) + " is not one of the context's");
   auto cq = std::make_unique<Cq>();
   cq->context = c;
-  cq->entries = roundup_pow2(uint64_t(cqe) + 1);
-  cq->cqn = f.next_cqn++;
-  cq->buf.assign(size_t{cq->entries} * 64, 0);
-  // As rdma-core's mlx5 provider hands a new CQ over (cq.c, mlx5_alloc_cq_buf): every CQE's op_own
-  // says MLX5_CQE_INVALID with owner 0, so that no entry reads as a completion before the NIC
-  // writes one.
-  if (c->device->spec.mlx5)
-    for (uint32_t i = 0; i < cq->entries; ++i) cq->buf[size_t{i} * 64 + 63] = MLX5_CQE_INVALID << 4;
+  if (c->ionic()) {
+    if (std::string why = ionic_create_cq(f, *cq, cqe); !why.empty())
+      return refuse_null(f, EINVAL, "create_cq: " + why);
+  } else {
+    cq->entries = roundup_pow2(uint64_t(cqe) + 1);
+    cq->cqn = f.next_cqn++;
+    cq->buf.assign(size_t{cq->entries} * 64, 0);
+    cq->cq.cqe = static_cast<int>(cq->entries) - 1;
+    // As rdma-core's mlx5 provider hands a new CQ over (cq.c, mlx5_alloc_cq_buf): every CQE's
+    // op_own says MLX5_CQE_INVALID with owner 0, so that no entry reads as a completion before the
+    // NIC writes one. (BNXT devices get the same ring, zeroed.)
+    if (c->device->spec.family == verbs_double::Family::kMlx5)
+      for (uint32_t i = 0; i < cq->entries; ++i)
+        cq->buf[size_t{i} * 64 + 63] = MLX5_CQE_INVALID << 4;
+  }
   cq->cq.context = context;
   cq->cq.cq_context = cq_context;
   cq->cq.handle = f.next_handle++;
-  cq->cq.cqe = static_cast<int>(cq->entries) - 1;
   return keep(f.cqs, std::move(cq), &Cq::cq);
 }
 
@@ -171,8 +178,13 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->pd = p;
   q->send_cq = send;
   q->recv_cq = recv;
-  q->wqe_cnt = sq_wqebbs(cap);
-  q->sq.assign(size_t{q->wqe_cnt} * 64, 0);
+  if (p->context->ionic()) {
+    if (std::string why = ionic_create_qp(*q, cap, f.next_qpn); !why.empty())
+      return refuse_null(f, EINVAL, "create_qp: " + why);
+  } else {
+    q->wqe_cnt = sq_wqebbs(cap);
+    q->sq.assign(size_t{q->wqe_cnt} * 64, 0);
+  }
   q->qp.context = pd->context;
   q->qp.qp_context = init->qp_context;
   q->qp.pd = pd;
@@ -189,6 +201,11 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   r.device = s.name;
   r.qpn = q->qp.qp_num;
   r.cq_entries = send->entries;
+  if (p->context->ionic()) {
+    r.cq_entries = send->rings[q->udma_idx].depth();
+    r.udma_idx = q->udma_idx;
+    r.sq_in_cmb = q->sq_cmb & kIonicCmbEnable;
+  }
   q->record = f.history.size();
   f.history.push_back(r);
   return keep(f.qps, std::move(q), &Qp::qp);

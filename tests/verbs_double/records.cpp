@@ -82,6 +82,16 @@ DeviceSpec roce_mlx5(const std::string& name, uint8_t host) {
   return d;
 }
 
+DeviceSpec roce_ionic(const std::string& name, uint8_t host) {
+  DeviceSpec d = roce_mlx5(name, host);
+  d.family = Family::kIonic;
+  d.max_qp_wr = 0xffff;      // ionic_qp_sq_init: max_wr <= 0xffff
+  d.max_cqe = 0xffff - 100;  // ionic_create_cq_ex: cqe + IONIC_CQ_GRACE <= 0xffff
+  return d;
+}
+
+const void* fabric_address() { return &internal::fabric(); }
+
 void reset(std::vector<DeviceSpec> devices) {
   internal::Fabric& f = internal::fabric();
   std::lock_guard<std::mutex> lock(f.mutex);

@@ -1,15 +1,23 @@
 // The verbs double: a test-only stand-in for the libibverbs and mlx5dv entry points that
-// src/rdma calls (docs/rdma-hardware.md, "The setup path in CI"). It defines those C functions
-// itself, on fake devices, so a test executable that compiles src/rdma/*.cpp with it links no
-// real libibverbs. Like the kernel and rdma-core, it refuses what they refuse: each refusal
-// returns the errno the real call returns (ibv_modify_qp and the destroyers return it; creators
-// return NULL and set errno) and records a reason the test can read.
+// src/rdma calls, and for AMD's ionic direct verbs, which src/rdma loads with dlopen
+// (docs/rdma-hardware.md, "The setup path in CI"). It defines those C functions itself, on fake
+// devices, so a test executable that compiles src/rdma/*.cpp with it links no real libibverbs.
+// Like the kernel, rdma-core and the vendor's library, it refuses what they refuse: each refusal
+// returns the errno the real call returns (ibv_modify_qp, the destroyers and the direct verbs
+// return it; creators return NULL and set errno) and records a reason the test can read.
 //
-// What it models: devices and their ports and GID tables, PDs, MRs, CQs and RC QPs with the
-// kernel's modify_qp state table (qp_rules.cpp), and the mlx5dv_init_obj export of QPs and CQs.
-// Traffic: NicBacking starts software NICs (mori::softnic, the host backend's) that execute the
-// work requests posted to the QPs in RTS, with what the double knows of each QP and MR. Not
-// modelled: completion channels, SRQs, receive queues, other QP types.
+// What it models: devices of three families (MLX5, BNXT, Ionic) and their ports and GID tables,
+// PDs, MRs, CQs and RC QPs with the kernel's modify_qp state table (qp_rules.cpp), the rings each
+// family's rdma-core provider would make (queues.cpp, ionic.cpp), the mlx5dv_init_obj export of
+// MLX5 QPs and CQs, and the ionic direct verbs (ionic_dv.cpp) over Ionic ones. Traffic:
+// NicBacking starts software NICs (mori::softnic, the host backend's) that execute the work
+// requests posted to the QPs in RTS, with what the double knows of each QP and MR. Not modelled:
+// BNXT's direct verbs, completion channels, SRQs, receive queues, parent domains, other QP types.
+//
+// Two shared libraries, so that one fabric serves both the executable and what it dlopens:
+// libmori_verbs_double.so (everything but the ionic direct verbs; the test executable links it)
+// and libmori_verbs_double_ionic.so (the ionic_dv_* functions, which VendorDv loads by path, as it
+// loads AMD's libionic; it links the first). fabric_address() tells them apart from copies.
 //
 // Thread-safe: one lock guards the whole fabric, so PEs run as threads may call it at once.
 #pragma once
@@ -21,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
 
 namespace verbs_double {
@@ -30,9 +39,31 @@ struct GidSpec {
   ibv_gid_type type;  // IBV_GID_TYPE_IB, _ROCE_V1 or _ROCE_V2
 };
 
+// Which provider a device belongs to: mlx5dv works on MLX5 devices' objects only, the ionic
+// direct verbs on Ionic ones', and each family's CQs and QPs get that provider's rings. BNXT
+// devices have no direct verbs here and get MLX5-sized rings.
+enum class Family { kMlx5, kBnxt, kIonic };
+
+// What an Ionic device tells rdma-core's ionic provider when a context opens (the kernel's
+// ionic_alloc_ucontext response, read by rdma-core's ionic.c), and faults a test may inject.
+struct IonicSpec {
+  uint8_t udma_count = 2;  // pipelines; the kernel driver sets 2 (ionic_lif_cfg.c)
+  // The queue types that index the doorbell page (firmware-defined; these values are the
+  // double's), and the byte offset of the context's doorbells in that page.
+  uint8_t sq_qtype = 3, rq_qtype = 4, cq_qtype = 5;
+  uint32_t dbell_offset = 0;
+  uint8_t max_stride = 8;  // log2 of the largest queue entry the firmware takes (the double's)
+  bool sq_expdb = true, rq_expdb = true;  // express doorbells available (resp.expdb_qtypes)
+  // Faults, 0 for none: every SQ gets entries of 2^fault_sq_stride_log2 bytes, every CQ ring
+  // 2^fault_cq_depth_log2 entries, whatever the caps ask.
+  uint8_t fault_sq_stride_log2 = 0;
+  uint8_t fault_cq_depth_log2 = 0;
+};
+
 struct DeviceSpec {
   std::string name;
-  bool mlx5 = true;  // mlx5dv_is_supported, and mlx5dv_init_obj works on its objects
+  Family family = Family::kMlx5;
+  IonicSpec ionic;  // Ionic devices only
   uint8_t ports = 1;
   bool ethernet = true;  // RoCE; false: InfiniBand
   ibv_port_state state = IBV_PORT_ACTIVE;
@@ -48,6 +79,10 @@ struct DeviceSpec {
 // A RoCE mlx5 device with one active port, MTU 4096, whose GID table is: 0 fe80::<host> RoCE v1,
 // 1 the same as RoCE v2, 2 ::ffff:10.0.0.<host> RoCE v1, 3 the same as RoCE v2.
 DeviceSpec roce_mlx5(const std::string& name, uint8_t host);
+// The same port and GID table on an Ionic (Pollara) device: two pipelines, the IonicSpec
+// defaults, and the limits of rdma-core's ionic provider (a ring of at most 0xffff entries:
+// max_qp_wr 65535, max_cqe 65535 - IONIC_CQ_GRACE).
+DeviceSpec roce_ionic(const std::string& name, uint8_t host);
 
 // Replaces the fabric's devices and forgets every object, record and refusal.
 void reset(std::vector<DeviceSpec> devices);
@@ -72,7 +107,11 @@ struct Transition {
 struct QpRecord {
   std::string device;
   uint32_t qpn = 0;
-  uint32_t cq_entries = 0;  // the ring its CQ was made with
+  uint32_t cq_entries = 0;  // the ring its CQ was made with (Ionic: the ring of its pipeline)
+  // Ionic: the pipeline the QP was put on, and whether its SQ went to the controller memory bar
+  // (the PD's preference at creation: ionic_dv_pd_set_sqcmb).
+  int udma_idx = -1;
+  bool sq_in_cmb = false;
   std::vector<Transition> transitions;
   ibv_qp_state state = IBV_QPS_RESET;
   bool destroyed = false;
@@ -94,6 +133,22 @@ std::vector<std::string> connection_problems();
 
 // "IBV_QP_STATE | IBV_QP_AV", from ibv_qp_attr_mask bits.
 std::string mask_names(int mask);
+
+// The NIC's own view of Ionic QP `qpn` (alive), built from the double's objects, never from what
+// a runtime exported: its SQ ring and depth, the SQ doorbell word of its context's doorbell page
+// (db, at sq_qtype), the CQ ring of its pipeline and its depth, the qpid (qpn) and that ring's
+// cqid (cqn); dbr, cq_dbr and ibuf are null, the engine's indices zero. This is what a software
+// NIC serving the QP reads (src/backend/host/softnic, ionic_codec.cpp). False, with *why, when the
+// QP does not exist, is not on an Ionic device, or is not one the software NIC can serve (its SQ
+// in the controller memory bar, or entries other than 64 bytes).
+// All QPs of one context ring the same doorbell word, as on hardware, where the register takes
+// every write; a NIC that polls the word sees only the last value, so one serving several QPs of a
+// context can miss a doorbell that another QP's overwrote: traffic wants one QP per context.
+bool nic_endpoint_ionic(uint32_t qpn, mori::state::RdmaEndpoint* out, std::string* why);
+
+// The address of the one fabric, as this library sees it: libmori_verbs_double_ionic.so exports
+// verbs_double_ionic_fabric_address(), which must return the same.
+const void* fabric_address();
 
 namespace internal {
 struct Fabric;
