@@ -2,7 +2,8 @@
 // at run time: rdma-core 44 has neither, so nothing here is linked at build time. A VendorDv
 // dlopens the family's library (vendor_dv.cpp) and resolves every function an IBGDA exporter
 // calls: create the queues on memory it registers, read back their ids, and find the doorbell
-// page. The export itself (into state::RdmaEndpoint) is not built yet (docs/rdma-hardware.md).
+// page. The Ionic export through them is built (verbs_export_ionic.cpp); the BNXT one is not
+// (docs/rdma-hardware.md).
 //
 // These are this project's own declarations of published facts: names, prototypes and the layouts
 // of the structs the functions fill. Sources, each checked against the text named:
@@ -14,7 +15,8 @@
 //         src/application/transport/rdma/providers/bnxt/bnxt.cpp there, and
 //         ROCm/rocSHMEM src/gda/bnxt/backend_gda_bnxt.cpp (initialize_gpu_qp, create_cqs).
 //   Ionic AMD's ionic_dv.h as ROCm/mori carries it (.../providers/ionic/ionic_dv.h) and
-//         rdma-core's man pages (providers/ionic/man/ionic_dv_get_ctx.3.md, ionic_dv_get_qp.3.md);
+//         rdma-core's (providers/ionic/ionic_dv.h, libionic.map IONIC_1.1, man pages
+//         ionic_dv_get_ctx.3.md, ionic_dv_get_qp.3.md at 37bd52f7, rdma-core pull request 1771);
 //         the set required: IonicDvApi::Load in dv_loader.hpp; the calls: ROCm/mori
 //         src/application/transport/rdma/providers/ionic/ionic.cpp.
 // The attribute structs that create BNXT queues (bnxt_re_dv_umem_reg_attr, _cq_init_attr,

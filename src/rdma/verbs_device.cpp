@@ -1,5 +1,6 @@
 // VerbsNetwork::open_device: this PE's device (MORI_RDMA_DEVICES, then the one nearest its GPU),
-// its port, the GID that addresses its queue pairs, and a PD. The rest of open: verbs_network.cpp.
+// its family's checks and direct-verbs library, its port, the GID that addresses its queue pairs,
+// and a PD. The rest of open: verbs_network.cpp.
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
@@ -39,27 +40,6 @@ Status validate(const VerbsConfig& c) {
   if (!c.nic.empty() && c.nic != "mlx5" && c.nic != "bnxt" && c.nic != "ionic")
     return Status::error("MORI_DEVICE_NIC=" + c.nic +
                          " is not a NIC mori knows (mlx5, bnxt, ionic)");
-  return {};
-}
-
-// On hardware, only MLX5 queue pairs can be handed to the device (docs/rdma-hardware.md). For
-// BNXT and Ionic the vendor's direct-verbs library is loaded (vendor_dv.hpp): its absence is the
-// error; its presence still is, since the export through it is not built.
-Status check_nic(const std::string& nic, const std::string& dv_library, ibv_device* device,
-                 const std::string& name) {
-  if (nic == "bnxt" || nic == "ionic") {
-    std::vector<std::string> candidates;
-    if (!dv_library.empty()) candidates.push_back(dv_library);
-    std::unique_ptr<VendorDv> dv;
-    MORI_TRY(VendorDv::load(nic, candidates, &dv));
-    return Status::error("MORI_DEVICE_NIC=" + nic + ": loaded " + dv->path() + "; exporting " +
-                         (nic == "bnxt" ? "BNXT" : "Ionic") +
-                         " queue pairs through it is not built yet");
-  }
-  if (!mlx5dv_is_supported(device))
-    return Status::error(
-        "rdma: " + name +
-        " is not an mlx5 device: only MLX5 queue pairs can be exported to the GPU");
   return {};
 }
 
@@ -106,6 +86,27 @@ struct DeviceListDeleter {
 
 }  // namespace
 
+// MLX5 queue pairs are exported through mlx5dv, which works on mlx5 devices only. BNXT and Ionic
+// ones through the vendor's direct-verbs library (vendor_dv.hpp), which is loaded here: its
+// absence is the error. Ionic's export is built (verbs_export_ionic.cpp, which also checks that
+// the device is an Ionic one); BNXT's is not, so a loaded library still ends open.
+Status VerbsNetwork::check_nic(ibv_device* device, const std::string& name) {
+  if (family_ == Family::kMlx5) {
+    if (!mlx5dv_is_supported(device))
+      return Status::error(
+          "rdma: " + name +
+          " is not an mlx5 device: only MLX5 queue pairs can be exported to the GPU");
+    return {};
+  }
+  std::vector<std::string> candidates;
+  if (!config_.dv_library.empty()) candidates.push_back(config_.dv_library);
+  MORI_TRY(VendorDv::load(config_.nic, candidates, &dv_));
+  if (family_ == Family::kBnxt)
+    return Status::error("MORI_DEVICE_NIC=bnxt: loaded " + dv_->path() +
+                         "; exporting BNXT queue pairs through it is not built yet");
+  return {};
+}
+
 RdAtomicDepths rd_atomic_depths(int max_qp_rd_atom, int max_qp_init_rd_atom) {
   return {std::clamp(max_qp_init_rd_atom, 1, kMaxRdAtomic),
           std::clamp(max_qp_rd_atom, 1, kMaxRdAtomic)};
@@ -113,6 +114,9 @@ RdAtomicDepths rd_atomic_depths(int max_qp_rd_atom, int max_qp_init_rd_atom) {
 
 Status VerbsNetwork::open_device(bool* none) {
   MORI_TRY(validate(config_));
+  family_ = config_.nic == "ionic"  ? Family::kIonic
+            : config_.nic == "bnxt" ? Family::kBnxt
+                                    : Family::kMlx5;
   DeviceFilter filter;
   MORI_TRY(parse_device_filter(config_.device_filter_text, &filter));
   int n = 0;
@@ -135,7 +139,7 @@ Status VerbsNetwork::open_device(bool* none) {
   const SelectedDevice& mine = selected[choice.index];
   device_choice_ = choice.reason;
   ibv_device* device = list.get()[std::find(names.begin(), names.end(), mine.name) - names.begin()];
-  MORI_TRY(check_nic(config_.nic, config_.dv_library, device, mine.name));
+  MORI_TRY(check_nic(device, mine.name));
   device_name_ = mine.name;
   port_ = mine.port;
 
@@ -191,6 +195,7 @@ Status VerbsNetwork::open_device(bool* none) {
 
   pd_ = ibv_alloc_pd(context_);
   if (!pd_) return errno_error("ibv_alloc_pd(" + device_name_ + ")", errno);
+  if (family_ == Family::kIonic) MORI_TRY(open_ionic());
   return {};
 }
 

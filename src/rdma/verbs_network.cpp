@@ -1,6 +1,6 @@
 // VerbsNetwork: open (the agreement on devices), the heap and region registrations, the ibufs,
-// and teardown. The device and port: verbs_device.cpp. Queue pairs: verbs_qp.cpp. The MLX5
-// export: verbs_export_mlx5.cpp.
+// and teardown. The device and port: verbs_device.cpp. Queue pairs: verbs_qp.cpp. The exports:
+// verbs_export_mlx5.cpp, verbs_export_ionic.cpp.
 #include "rdma/verbs_network.hpp"
 
 #include <infiniband/verbs.h>
@@ -133,7 +133,8 @@ Status VerbsNetwork::create_ibufs() {
                              "an ibuf", nullptr, verbs_registration_calls(), &reg));
     ibuf_mrs_.push_back(reg.mr);
     endpoints_[i].ibuf_lkey = reg.mr->lkey;
-    MORI_TRY(export_mlx5(queues_[i], device_ibuf, &endpoints_[i]));
+    MORI_TRY(family_ == Family::kIonic ? export_ionic(queues_[i], device_ibuf, &endpoints_[i])
+                                       : export_mlx5(queues_[i], device_ibuf, &endpoints_[i]));
   }
   return {};
 }

@@ -1,9 +1,9 @@
-// VerbsNetwork: RDMA setup on real hardware through libibverbs and mlx5dv (docs/design.md, layer
-// 8, "RDMA setup"; docs/rdma-hardware.md). It picks this PE's device (MORI_RDMA_DEVICES, then the
-// one nearest its GPU: nic_affinity.hpp), opens its port, creates one RC queue pair per (peer PE
-// that needs RDMA, QP index), connects each to the peer's matching QP, registers the symmetric
-// heap and exchanges keys and bases, and exports every queue pair to the device as a
-// state::RdmaEndpoint in the provider's format.
+// VerbsNetwork: RDMA setup on real hardware through libibverbs, mlx5dv and the NIC vendors' direct
+// verbs (docs/design.md, layer 8, "RDMA setup"; docs/rdma-hardware.md). It picks this PE's device
+// (MORI_RDMA_DEVICES, then the one nearest its GPU: nic_affinity.hpp), opens its port, creates one
+// RC queue pair per (peer PE that needs RDMA, QP index), connects each to the peer's matching QP,
+// registers the symmetric heap and exchanges keys and bases, and exports every queue pair to the
+// device as a state::RdmaEndpoint in the provider's format.
 //
 // Every operation that takes a bootstrap is collective: all PEs call it in the same order. Each
 // local step ends with an agreement (an allgather of one byte), so when one PE fails every PE
@@ -14,12 +14,16 @@
 // When some PEs have devices and others have none, open() fails on every PE, naming the PEs
 // without one: half a network would leave some pairs unreachable in ways that are hard to see.
 //
-// Exporting: MLX5 only (mori/provider/mlx5.hpp). rdma-core 44 ships no direct-verbs interface for
-// bnxt_re or ionic; with MORI_DEVICE_NIC=bnxt|ionic, open loads the vendor's library at run time
-// (vendor_dv.hpp) and fails on hardware either way: naming what is missing, or saying that the
-// export through it is not built yet. Nothing here has run against a NIC. Tests: the no-device
-// path over the real libibverbs, and open (with export), register_region and teardown over the
-// verbs double (tests/verbs_double/), which refuses what the kernel refuses.
+// Exporting, per MORI_DEVICE_NIC:
+//   mlx5   through mlx5dv_init_obj (verbs_export_mlx5.cpp; mori/provider/mlx5.hpp);
+//   ionic  through AMD's ionic direct verbs, loaded at run time (vendor_dv.hpp), on queues that
+//          plain verbs create with the SQ kept out of the controller memory bar
+//          (verbs_export_ionic.cpp; mori/provider/ionic.hpp);
+//   bnxt   not built: open loads Broadcom's library (vendor_dv.hpp) and fails, naming what is
+//          missing or saying that the export through it is not built yet.
+// Nothing here has run against a NIC. Tests: the no-device path over the real libibverbs, and open
+// (with the MLX5 and Ionic exports), register_region and teardown over the verbs double
+// (tests/verbs_double/), which refuses what the kernel and the vendor's library refuse.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +38,9 @@
 #include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
 #include "rdma/memory_registration.hpp"
+#include "rdma/vendor_dv.hpp"
 
+struct ibv_device;
 struct ibv_context;
 struct ibv_pd;
 struct ibv_cq;
@@ -48,6 +54,13 @@ namespace mori::rdma {
 // the provider is device code, which the hip backend's host compiler cannot include; the unit test
 // checks that the two agree.
 inline constexpr uint32_t kMlx5MaxInlineData = 28;
+// The Ionic provider's entry and inline sizes (provider::Ionic::kWqeBytes, kMaxInlineBytes,
+// kCqeBytes), copied for the same reason and checked by the same test: QPs are created with
+// max_inline_data 32 and one SGE, for which rdma-core's ionic provider makes 64-byte SQ entries
+// (ionic_fw.h, ionic_v1_send_wqe_min_size), and the export refuses any other entry size.
+inline constexpr uint32_t kIonicMaxInlineData = 32;
+inline constexpr uint32_t kIonicWqeBytes = 64;
+inline constexpr uint32_t kIonicCqeBytes = 32;
 
 // Makes `bytes` of host memory at `host` readable and writable by the device and returns the
 // device's address for it. `mmio` marks a device register (the doorbell, in a UAR page) rather
@@ -99,6 +112,10 @@ struct VerbsConfig {
 
 class VerbsNetwork {
  public:
+  // The NIC family, from VerbsConfig::nic: what open_device checks and loads, how create_queues
+  // sizes a QP, and which export create_ibufs calls.
+  enum class Family { kMlx5, kBnxt, kIonic };
+
   // Sets everything up (see the top of this file). On success either *out is the network and
   // *no_devices is false, or *out is null and *no_devices is true (no PE has a device). `boot`
   // must outlive the network: register_region and deregister_region use it.
@@ -149,6 +166,7 @@ class VerbsNetwork {
   Status agree(const Status& local, const char* step);
   // verbs_device.cpp
   Status open_device(bool* none);
+  Status check_nic(ibv_device* device, const std::string& name);
   // verbs_network.cpp
   Status register_heap();
   Status create_ibufs();
@@ -157,10 +175,17 @@ class VerbsNetwork {
   Status connect_queues();
   // verbs_export_mlx5.cpp
   Status export_mlx5(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
+  // verbs_export_ionic.cpp: the context's doorbell page and the PD's queue placement, once the
+  // device is open; then the export of each queue pair.
+  Status open_ionic();
+  Status export_ionic(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
   Status map(void* host, size_t bytes, bool mmio, void** device);
 
   VerbsConfig config_;
   bootstrap::Bootstrap* boot_;
+  Family family_ = Family::kMlx5;
+  std::unique_ptr<VendorDv> dv_;  // BNXT and Ionic: the vendor's direct verbs, kept loaded
+  ionic_dv_ctx ionic_ctx_{};      // Ionic: the doorbell page and queue types (ionic_dv_get_ctx)
   ibv_context* context_ = nullptr;
   ibv_pd* pd_ = nullptr;
   ibv_mr* heap_mr_ = nullptr;

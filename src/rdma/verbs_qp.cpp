@@ -29,6 +29,27 @@ struct QpWire {
 };
 static_assert(sizeof(QpWire) == 32);
 
+// A QP's capabilities, per family, so that the library makes the ring its provider drives: one
+// SGE, no receive queue (one-sided only; the receive SGE is 1 because the ionic kernel driver
+// refuses 0 even for an empty receive queue: ionic_controlpath.c, ionic_qp_rq_init), and
+//  - MLX5: sq_wqes WQEs of the size max_inline_data 28 implies, which rdma-core rounds to a ring
+//    of 64-byte WQEBBs (providers/mlx5/verbs.c, mlx5_calc_sq_size) that export_mlx5 reads back;
+//  - Ionic: max_inline_data 32, so that each entry is the provider's 64 bytes, and sq_wqes - 1
+//    WQEs, because rdma-core's ionic_queue_init makes a ring of the next power of two above the
+//    depth asked (depth_log2 = ilog32(depth): it keeps one slot empty, as the engine does), so
+//    that the ring is sq_wqes entries; sq_wqes itself would double it and, at 65536, exceed the
+//    0xffff that ionic_qp_sq_init accepts.
+ibv_qp_cap send_caps(VerbsNetwork::Family family, uint32_t sq_wqes) {
+  ibv_qp_cap cap{};
+  const bool ionic = family == VerbsNetwork::Family::kIonic;
+  cap.max_send_wr = ionic ? sq_wqes - 1 : sq_wqes;
+  cap.max_recv_wr = 0;
+  cap.max_send_sge = 1;
+  cap.max_recv_sge = 1;
+  cap.max_inline_data = ionic ? kIonicMaxInlineData : kMlx5MaxInlineData;
+  return cap;
+}
+
 Status verbs_error(const std::string& call, int err) {
   return Status::error("rdma: " + call + " failed: " + std::strerror(err ? err : EIO));
 }
@@ -53,11 +74,7 @@ Status VerbsNetwork::create_queues() {
       init.recv_cq = queue.cq;
       init.qp_type = IBV_QPT_RC;
       init.sq_sig_all = 0;
-      init.cap.max_send_wr = config_.sq_wqes;
-      init.cap.max_recv_wr = 0;  // one-sided only: no receive queue
-      init.cap.max_send_sge = 1;
-      init.cap.max_recv_sge = 1;
-      init.cap.max_inline_data = kMlx5MaxInlineData;
+      init.cap = send_caps(family_, config_.sq_wqes);
       queue.qp = ibv_create_qp(pd_, &init);
       if (!queue.qp) return verbs_error("ibv_create_qp" + what, errno);
       queue.psn = rng() & 0xffffff;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
 #include "rdma/device_filter.hpp"
 #include "rdma/verbs_network.hpp"
@@ -18,6 +19,10 @@ using Mode = rdma::DeviceFilter::Mode;
 
 static_assert(rdma::kMlx5MaxInlineData == mori::provider::Mlx5::kMaxInlineBytes,
               "QPs must be created for the provider's inline limit");
+static_assert(rdma::kIonicMaxInlineData == mori::provider::Ionic::kMaxInlineBytes &&
+                  rdma::kIonicWqeBytes == mori::provider::Ionic::kWqeBytes &&
+                  rdma::kIonicCqeBytes == mori::provider::Ionic::kCqeBytes,
+              "Ionic QPs must be created, and exported, for the provider's entry sizes");
 
 namespace {
 

@@ -1,8 +1,11 @@
-// The verbs double's Ionic devices and its ionic direct verbs (libmori_verbs_double_ionic.so,
-// loaded by path through VendorDv as AMD's libionic would be): one fabric behind both libraries,
-// rings sized as rdma-core's ionic provider sizes them (hand-computed here from its formulas), the
-// NIC's own view of a QP, and the direct verbs' refusals of other families' objects and of bad
-// arguments.
+// Ionic queue pairs on the verbs double: VerbsNetwork::open with MORI_DEVICE_NIC=ionic, its
+// direct verbs loaded from the double's own library (libmori_verbs_double_ionic.so, by path, as
+// AMD's libionic would be), two PEs as two threads on two fake Ionic devices. The exported
+// endpoints are compared with the NIC's own view of each QP (verbs_double::nic_endpoint_ionic,
+// built from the double's objects), the export's refusals are checked with their exact texts, and
+// the double itself is checked: one fabric behind both libraries, rings sized as rdma-core's
+// ionic provider sizes them (hand-computed here from its formulas), and the direct verbs'
+// refusals of other families' objects and of bad arguments.
 #include <dlfcn.h>
 #include <doctest/doctest.h>
 #include <infiniband/mlx5dv.h>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "rdma/vendor_dv.hpp"
+#include "rdma/verbs_network.hpp"
 #include "two_pes.hpp"
 #include "verbs_double.hpp"
 
@@ -21,6 +25,26 @@ namespace vd = verbs_double;
 using mori::state::RdmaEndpoint;
 
 namespace {
+
+constexpr uint32_t kSqWqes = 256;
+
+vd::TwoPes ionic_pes(int qps_per_pe) {
+  vd::TwoPes how;
+  how.nic = "ionic";
+  how.dv_library = MORI_VERBS_DOUBLE_IONIC;
+  how.qps_per_pe = qps_per_pe;
+  how.sq_wqes = kSqWqes;
+  // While the QPs are alive: what the NIC itself sees of each of this PE's QPs, in creation order.
+  how.while_open = [](int, rdma::VerbsNetwork& net, vd::PeOutcome& o) {
+    for (const vd::QpRecord& r : vd::records_of(net.device_name())) {
+      RdmaEndpoint nic{};
+      std::string why;
+      if (!vd::nic_endpoint_ionic(r.qpn, &nic, &why)) o.nic_view_error += why + "\n";
+      o.nic_view.push_back(nic);
+    }
+  };
+  return how;
+}
 
 std::unique_ptr<rdma::VendorDv> load_double_dv() {
   std::unique_ptr<rdma::VendorDv> dv;
@@ -79,6 +103,25 @@ class Direct {
   std::vector<ibv_qp*> qps_;
 };
 
+// Two PEs x 1 QP on Ionic devices with `fault`: each PE's open fails with its own QP's error,
+// "rdma: ionic QP <its qpn>" followed by `after_qpn`, and leaves nothing alive.
+void check_export_refused(void (*fault)(vd::IonicSpec&), const std::string& after_qpn) {
+  vd::DeviceSpec a = vd::roce_ionic("ionic_0", 1), b = vd::roce_ionic("ionic_1", 2);
+  fault(a.ionic);
+  fault(b.ionic);
+  vd::reset({a, b});
+  const std::vector<vd::PeOutcome> outcome = vd::open_two_pes(ionic_pes(1));
+  for (int pe = 0; pe < 2; ++pe) {
+    CAPTURE(pe);
+    const std::vector<vd::QpRecord> mine = vd::records_of("ionic_" + std::to_string(pe));
+    REQUIRE(mine.size() == 1);
+    CHECK_FALSE(outcome[pe].network);
+    CHECK(outcome[pe].status.message() ==
+          "rdma: ionic QP " + std::to_string(mine[0].qpn) + after_qpn);
+  }
+  vd::check_nothing_alive();
+}
+
 bool zeroed(const void* p, size_t bytes) {
   const auto* b = static_cast<const uint8_t*>(p);
   for (size_t i = 0; i < bytes; ++i)
@@ -110,6 +153,88 @@ TEST_CASE("ionic: one fabric behind the executable and the dlopened direct verbs
   }
   CHECK(vd::refusals().empty());
   vd::check_nothing_alive();
+}
+
+TEST_CASE("ionic: 2 PEs x 2 QPs open through the ionic direct verbs, export, register, tear down") {
+  vd::reset({vd::roce_ionic("ionic_0", 1), vd::roce_ionic("ionic_1", 2)});
+  constexpr int kQps = 2;
+  const std::vector<vd::PeOutcome> outcome = vd::open_two_pes(ionic_pes(kQps));
+
+  const std::string refused = vd::all_refusals();
+  CHECK_MESSAGE(refused.empty(), refused);
+  const vd::IonicSpec spec;  // roce_ionic's: the queue types that index the doorbell page
+  for (int pe = 0; pe < 2; ++pe) {
+    CAPTURE(pe);
+    const vd::PeOutcome& o = outcome[pe];
+    REQUIRE_MESSAGE(o.status.ok(), o.status.message());
+    CHECK(o.network);
+    CHECK_MESSAGE(o.region.ok(), o.region.message());
+    CHECK(o.region_rkeys.size() == 2);
+    const std::vector<vd::QpRecord> mine = vd::records_of("ionic_" + std::to_string(pe));
+    const std::vector<vd::QpRecord> theirs = vd::records_of("ionic_" + std::to_string(1 - pe));
+    REQUIRE(mine.size() == size_t{kQps});
+    REQUIRE(theirs.size() == mine.size());
+    CHECK_MESSAGE(o.nic_view_error.empty(), o.nic_view_error);
+    REQUIRE(o.nic_view.size() == mine.size());
+    REQUIRE(o.endpoints.size() == size_t{2 * kQps});
+    for (int q = 0; q < kQps; ++q) {
+      CAPTURE(q);
+      const vd::QpRecord& r = mine[q];
+      vd::check_transitions(r);
+      CHECK(r.dest_qpn == theirs[q].qpn);
+      CHECK(r.rq_psn == theirs[q].sq_psn);
+      // The kernel alternates pipelines: QP 0 on 0, QP 1 on 1, so both get_cq paths run.
+      CHECK(r.udma_idx == q);
+      CHECK_FALSE(r.sq_in_cmb);  // the export turned the PD's controller memory bar off
+      // rdma-core's rings: an SQ of sq_wqes - 1 WQEs is a ring of 2^ilog32(255) = 256 entries; a
+      // CQ of sq_wqes entries one of 2^ilog32(256 + IONIC_CQ_GRACE) = 512 on each pipeline.
+      CHECK(r.cq_entries == 512);
+
+      const RdmaEndpoint& self = o.endpoints[pe * kQps + q];
+      const RdmaEndpoint& ep = o.endpoints[(1 - pe) * kQps + q];
+      const RdmaEndpoint& nic = o.nic_view[q];
+      CHECK(self.sq == nullptr);
+      // What the runtime exported is what the NIC reads.
+      CHECK(ep.sq == nic.sq);
+      CHECK(ep.sq_wqes == nic.sq_wqes);
+      CHECK(ep.sq_wqes == kSqWqes);
+      CHECK(ep.cq == nic.cq);
+      CHECK(ep.cq_entries == nic.cq_entries);
+      CHECK(ep.cq_entries == 512);
+      CHECK(ep.qpn == nic.qpn);
+      CHECK(ep.qpn == r.qpn);
+      CHECK(ep.cqn == nic.cqn);
+      CHECK(ep.db == nic.db);
+      // db is the doorbell page's word sq_qtype; cq_dbr its word cq_qtype.
+      CHECK((reinterpret_cast<uintptr_t>(nic.db) & 4095) == spec.sq_qtype * sizeof(uint64_t));
+      CHECK(reinterpret_cast<uint64_t*>(ep.cq_dbr) == nic.db - spec.sq_qtype + spec.cq_qtype);
+      CHECK(ep.dbr == nullptr);
+      for (uint32_t w : ep.provider_word) CHECK(w == 0);
+      CHECK(ep.ibuf != nullptr);
+      CHECK(ep.ibuf_slots == 16);
+      CHECK(ep.ibuf_lkey != 0);
+      CHECK(ep.reserved == 0);
+      CHECK(ep.cq_consumed == 0);
+    }
+    // Different CQ rings and doorbell values for different QPs.
+    CHECK(o.nic_view[0].cq != o.nic_view[1].cq);
+    CHECK(o.nic_view[0].cqn != o.nic_view[1].cqn);
+  }
+  std::string problems;
+  for (const std::string& p : vd::connection_problems()) problems += p + "\n";
+  CHECK_MESSAGE(problems.empty(), problems);
+  vd::check_nothing_alive();
+}
+
+TEST_CASE("ionic: the export refuses SQ entries other than the provider's 64 bytes") {
+  check_export_refused([](vd::IonicSpec& s) { s.fault_sq_stride_log2 = 7; },
+                       " has 128-byte SQ entries; the provider writes 64-byte entries");
+}
+
+TEST_CASE("ionic: the export refuses a CQ ring smaller than the SQ") {
+  check_export_refused([](vd::IonicSpec& s) { s.fault_cq_depth_log2 = 7; },
+                       "'s CQ has 128 entries for 256 SQ entries: the provider needs a CQ ring at "
+                       "least the SQ's depth");
 }
 
 TEST_CASE("ionic: the double sizes rings as rdma-core's ionic provider does") {

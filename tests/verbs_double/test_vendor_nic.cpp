@@ -1,7 +1,9 @@
 // VerbsNetwork::open with MORI_DEVICE_NIC=bnxt|ionic on the verbs double: with a device, open
 // loads the vendor's direct-verbs library (src/rdma/vendor_dv.hpp; here the stand-ins of
-// tests/unit/fake_dv) and fails either way, with the loader's error or with "not built yet";
-// without a device, the library is not looked for. Exact texts.
+// tests/unit/fake_dv, or the double's own ionic direct verbs). BNXT then fails with the loader's
+// error or with "not built yet"; Ionic opens on an Ionic device and fails on another family's;
+// without a device, the library is not looked for. Exact texts. (One PE and no peer: the device
+// is opened, its PD prepared, and no queue pair created; test_ionic.cpp has the queue pairs.)
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -10,6 +12,7 @@
 
 #include "rdma/verbs_network.hpp"
 #include "thread_bootstrap.hpp"
+#include "two_pes.hpp"
 #include "verbs_double.hpp"
 
 namespace rdma = mori::rdma;
@@ -51,14 +54,33 @@ std::string open_error(const std::string& nic, const std::string& dv_library) {
 
 }  // namespace
 
-TEST_CASE("vendor nic: a complete library loads, and open says the export is not built yet") {
+TEST_CASE("vendor nic: bnxt loads a complete library, and open says the export is not built yet") {
   vd::reset({vd::roce_mlx5("mlx5_0", 1)});
   CHECK(open_error("bnxt", MORI_FAKE_DV_COMPLETE) ==
         std::string("MORI_DEVICE_NIC=bnxt: loaded ") + MORI_FAKE_DV_COMPLETE +
             "; exporting BNXT queue pairs through it is not built yet");
-  CHECK(open_error("ionic", MORI_FAKE_DV_COMPLETE) ==
-        std::string("MORI_DEVICE_NIC=ionic: loaded ") + MORI_FAKE_DV_COMPLETE +
-            "; exporting Ionic queue pairs through it is not built yet");
+}
+
+TEST_CASE("vendor nic: ionic opens an Ionic device through the ionic direct verbs") {
+  vd::reset({vd::roce_ionic("ionic_0", 1)});
+  const Opened o = open_one("ionic", MORI_VERBS_DOUBLE_IONIC);
+  CHECK_MESSAGE(o.status.ok(), o.status.message());
+  CHECK(o.network);
+  CHECK_FALSE(o.no_devices);
+  CHECK(vd::refusals().empty());
+  vd::check_nothing_alive();
+}
+
+TEST_CASE("vendor nic: each family refuses another family's device") {
+  vd::reset({vd::roce_mlx5("mlx5_0", 1)});
+  CHECK(open_error("ionic", MORI_VERBS_DOUBLE_IONIC) ==
+        "rdma: mlx5_0 is not an Ionic device (ionic_dv_get_ctx: Operation not permitted), but "
+        "MORI_DEVICE_NIC=ionic");
+  CHECK(vd::last_refusal() == "ionic_dv_get_ctx: mlx5_0 is not an ionic device");
+  vd::check_nothing_alive();
+  vd::reset({vd::roce_ionic("ionic_0", 1)});
+  CHECK(open_error("mlx5", "") ==
+        "rdma: ionic_0 is not an mlx5 device: only MLX5 queue pairs can be exported to the GPU");
 }
 
 TEST_CASE("vendor nic: open returns the loader's error for an incomplete or absent library") {
