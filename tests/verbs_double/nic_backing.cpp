@@ -61,7 +61,14 @@ sn::MemoryTable memory_of(const Fabric& f, int d) {
 }
 
 const sn::Codec* codec_of(const DeviceSpec& spec) {
+  if (spec.family == Family::kIonic) return &sn::ionic_codec();
   return spec.family == Family::kMlx5 ? &sn::mlx5_codec() : nullptr;
+}
+
+// The NIC's view of `qp`, per family (nic_endpoint_mlx5, nic_endpoint_ionic).
+bool nic_endpoint(Qp& qp, mori::state::RdmaEndpoint* out, std::string* why) {
+  if (qp.context->device->spec.family == Family::kIonic) return nic_endpoint_ionic(qp, out, why);
+  return nic_endpoint_mlx5(qp, out, why);
 }
 
 }  // namespace
@@ -88,8 +95,7 @@ mori::Status NicBacking::start(std::unique_ptr<NicBacking>* out) {
                                    std::to_string(r.dest_qpn) + " does not exist");
       auto view = std::make_unique<mori::state::RdmaEndpoint>();
       std::string why;
-      if (!nic_endpoint_mlx5(*q, view.get(), &why))
-        return mori::Status::error("verbs double: " + why);
+      if (!nic_endpoint(*q, view.get(), &why)) return mori::Status::error("verbs double: " + why);
       served.push_back({view.get(), device_index(f, peer->context->device), r.sq_psn});
       nic->views.push_back(std::move(view));
       nic->qps.push_back(q.get());

@@ -16,6 +16,7 @@
 
 #include "../unit/device_state_guard.hpp"
 #include "mori/host/launch.hpp"
+#include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
 #include "mori/transport/rdma_engine.hpp"
 #include "rdma/verbs_network.hpp"
@@ -174,6 +175,7 @@ struct Run {
         pe.region[kRegionWords] = kGuard;
         rdma::VerbsConfig c;
         c.nic = nic;
+        if (nic == "ionic") c.dv_library = MORI_VERBS_DOUBLE_IONIC;  // the double's direct verbs
         c.rank = rank;
         c.n_pes = kPes;
         c.local_rank = rank;
@@ -314,4 +316,16 @@ TEST_CASE("traffic mlx5: init, writes, reads and atomics through the software NI
 TEST_CASE("traffic mlx5: a write with an unregistered rkey fails the kernel with the NIC's error") {
   error_completion<mp::Mlx5>("mlx5", {vd::roce_mlx5("mlx5_0", 1), vd::roce_mlx5("mlx5_1", 2)},
                              "remote access error");
+}
+
+// Ionic: the export through the double's ionic direct verbs (one QP per context, so no doorbell
+// word is shared: verbs_double.hpp, nic_endpoint_ionic).
+TEST_CASE("traffic ionic: init, writes, reads and atomics through the software NIC, finalize") {
+  traffic<mp::Ionic>("ionic", {vd::roce_ionic("ionic_0", 1), vd::roce_ionic("ionic_1", 2)}, 1);
+}
+
+TEST_CASE(
+    "traffic ionic: a write with an unregistered rkey fails the kernel with the NIC's error") {
+  error_completion<mp::Ionic>("ionic", {vd::roce_ionic("ionic_0", 1), vd::roce_ionic("ionic_1", 2)},
+                              "remote access error");
 }
