@@ -43,11 +43,13 @@ struct WqeTraits;
 
 constexpr uint64_t kMaxTransferBytes = uint64_t{1} << 31;
 
-// One SQ entry on the heap: exactly kWqeBytes, aligned as the SQ is, so that a decoder reading
-// past it touches a redzone.
+// One SQ entry on the heap: exactly kWqeBytes, so that a decoder reading past it touches a
+// redzone, aligned as the least aligned entry of an SQ is: 16 bytes, a slot (a 48-byte BNXT WQE
+// sits at a multiple of 48; aligned_alloc also wants the size a multiple of the alignment).
 template <typename Provider>
 struct Entry {
-  Entry() : bytes(static_cast<uint8_t*>(std::aligned_alloc(64, Provider::kWqeBytes))) {}
+  static_assert(Provider::kWqeBytes % 16 == 0, "an SQ entry is a whole number of 16-byte slots");
+  Entry() : bytes(static_cast<uint8_t*>(std::aligned_alloc(16, Provider::kWqeBytes))) {}
   ~Entry() { std::free(bytes); }
   Entry(const Entry&) = delete;
   Entry& operator=(const Entry&) = delete;

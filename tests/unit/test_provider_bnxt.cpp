@@ -1,7 +1,8 @@
-// The BNXT provider and its software-NIC codec. The expected bytes are an independent oracle: each
-// field is placed by hand at the byte offset and shift rdma-core's providers/bnxt_re/bnxt_re-abi.h
-// gives it (struct bnxt_re_bsqe, bnxt_re_rdma, bnxt_re_atomic, bnxt_re_sge, bnxt_re_req_cqe,
-// bnxt_re_bcqe, bnxt_re_db_hdr), with the enum values written out as numbers.
+// The BNXT provider (variable WQE mode) and its software-NIC codec. The expected bytes are
+// independent oracles: fields placed by hand at the byte offset and shift rdma-core's
+// providers/bnxt_re/bnxt_re-abi.h gives them (struct bnxt_re_bsqe, bnxt_re_rdma, bnxt_re_atomic,
+// bnxt_re_sge, bnxt_re_req_cqe, bnxt_re_bcqe, bnxt_re_db_hdr, bnxt_re_msns), with the enum values
+// written out as numbers.
 #include <doctest/doctest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@ using mori::provider::CqPoll;
 using mori::provider::Opcode;
 using mori::provider::WorkRequest;
 using mori::softnic::CompletionStatus;
-using Entry = std::array<uint8_t, 128>;
+using Entry = std::array<uint8_t, 48>;  // one WQE: 3 slots
 
 // bnxt_re-abi.h values, as numbers.
 constexpr uint8_t kWrite = 0x04, kRead = 0x06, kCompareSwap = 0x08, kFetchAdd = 0x0B;
@@ -38,12 +39,10 @@ void put(uint8_t* b, size_t offset, uint64_t value, int bytes) {  // little-endi
 }
 
 // bnxt_re_bsqe: wt at byte 0, flags at byte 1, ws at byte 2, rsv at byte 3, key_immd at 4, lhdr
-// at 8. Slots past `ws` keep the poison: the provider must not touch them.
-Entry oracle_header(uint8_t opcode, uint8_t flags, uint8_t ws, uint32_t key, uint64_t lhdr) {
-  Entry e;
-  e.fill(kPoison);
-  std::memset(e.data(), 0, ws * 16u);
-  e[0] = opcode, e[1] = flags, e[2] = ws;
+// at 8. Every WQE spans 3 slots, all of which the provider writes.
+Entry oracle_header(uint8_t opcode, uint8_t flags, uint32_t key, uint64_t lhdr) {
+  Entry e{};
+  e[0] = opcode, e[1] = flags, e[2] = 3;
   put(e.data(), 4, key, 4);
   put(e.data(), 8, lhdr, 8);
   return e;
@@ -52,15 +51,15 @@ void oracle_sge(Entry& e, uint64_t pa, uint32_t lkey, uint32_t length) {  // bnx
   put(e.data(), 32, pa, 8), put(e.data(), 40, lkey, 4), put(e.data(), 44, length, 4);
 }
 Entry oracle_rdma(uint8_t opcode, uint8_t flags, const WorkRequest& wr) {
-  Entry e = oracle_header(opcode, flags, 3, 0, wr.bytes);
+  Entry e = oracle_header(opcode, flags, 0, wr.bytes);
   put(e.data(), 16, wr.remote_addr, 8), put(e.data(), 24, wr.rkey, 4);  // bnxt_re_rdma
   oracle_sge(e, wr.local_addr, wr.lkey, wr.bytes);
   return e;
 }
 Entry oracle_atomic(uint8_t opcode, uint8_t flags, const WorkRequest& wr) {
-  Entry e = oracle_header(opcode, flags, 3, wr.rkey, wr.remote_addr);  // lhdr.rva
-  put(e.data(), 16, wr.operand, 8);                                    // bnxt_re_atomic.swp_dt
-  put(e.data(), 24, opcode == kCompareSwap ? wr.compare : 0, 8);       // .cmp_dt
+  Entry e = oracle_header(opcode, flags, wr.rkey, wr.remote_addr);  // lhdr.rva
+  put(e.data(), 16, wr.operand, 8);                                 // bnxt_re_atomic.swp_dt
+  put(e.data(), 24, opcode == kCompareSwap ? wr.compare : 0, 8);    // .cmp_dt
   oracle_sge(e, wr.local_addr, wr.lkey, 8);
   return e;
 }
@@ -76,7 +75,7 @@ WorkRequest request(Opcode op, uint8_t signaled = 1, uint8_t fence = 0) {
   return wr;
 }
 
-// Posts `wr` into a poisoned 16-byte-aligned entry with the provider call for its opcode.
+// Posts `wr` into a poisoned 16-byte-aligned WQE with the provider call for its opcode.
 Entry post(const WorkRequest& wr) {
   alignas(16) Entry e;
   e.fill(kPoison);
@@ -104,8 +103,8 @@ void check_wqe_bytes(Opcode op) { CHECK(post(request(op)) == expected(request(op
 constexpr Opcode kSgeOps[] = {Opcode::kWrite, Opcode::kRead, Opcode::kFetchAdd,
                               Opcode::kCompareSwap};
 
-// A QP as the runtime lays it out for the software NIC: the SQ ring and its MSN table, the CQ
-// ring, the doorbell word and (optionally) a separate CQ doorbell word.
+// A QP as the runtime lays it out for the software NIC: the SQ's 3W slots and its MSN table of 2W
+// entries, the CQ ring, the doorbell word and (optionally) a separate CQ doorbell word.
 struct alignas(16) Slot {
   uint8_t b[16];
 };
@@ -113,7 +112,7 @@ struct TestQp {
   std::vector<Slot> sq, cq;
   uint64_t db = 0, cq_db = 0;
   mori::state::RdmaEndpoint ep{};
-  TestQp(uint32_t wqes, uint32_t cqes) : sq(wqes * 8 + (wqes + 1) / 2), cq(cqes * 2) {
+  TestQp(uint32_t wqes, uint32_t cqes) : sq(Bnxt::sq_bytes(wqes) / 16), cq(cqes * 2) {
     ep.sq = sq.front().b, ep.cq = cq.front().b, ep.db = &db;
     ep.cq_dbr = reinterpret_cast<uint32_t*>(&cq_db);
     ep.sq_wqes = wqes, ep.cq_entries = cqes, ep.qpn = 0x1234, ep.cqn = 0x567;
@@ -125,31 +124,74 @@ const mori::softnic::Codec& codec() { return mori::softnic::bnxt_codec(); }
 
 }  // namespace
 
+// The deepest ring: 16384 WQEs, 49152 slots. An error CQE's slot index near the top of the 16 bits
+// and a success CQE's WQE count across the slot count's wrap both name the right 64-bit index, from
+// any base, including when the NIC counts successes in 16 bits instead (W divides 2^16 too).
+TEST_CASE("bnxt: con_indx to WQE index near 65536 slots") {
+  constexpr uint32_t kW = Bnxt::kMaxSqWqes;
+  static_assert(kW * 3 == 49152);
+  mori::state::RdmaEndpoint ep{};
+  ep.sq_wqes = kW;
+  std::vector<uint8_t> cq(4 * 32);
+  ep.cq = cq.data(), ep.cq_entries = 4;
+  auto poll_one = [&](uint64_t completed, uint32_t con_indx, uint32_t status) {
+    std::memset(cq.data(), 0, cq.size());
+    ep.completed = completed, ep.cq_consumed = 0;
+    put(cq.data(), 8, con_indx, 4);
+    put(cq.data(), 24, status << 8 | 1, 4);  // phase 1, first pass
+    return Bnxt::poll_cq(ep);
+  };
+  for (uint64_t pass : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{5}, uint64_t{1} << 30}) {
+    for (uint64_t position : {uint64_t{0}, uint64_t{1}, uint64_t{kW - 2}, uint64_t{kW - 1}}) {
+      const uint64_t failed = pass * kW + position;
+      CAPTURE(failed);
+      const uint32_t slot = static_cast<uint32_t>(3 * position);  // up to 49149
+      for (uint64_t behind : {uint64_t{0}, uint64_t{1}, uint64_t{kW - 2}}) {
+        if (behind > failed) continue;
+        const CqPoll p = poll_one(failed - behind, slot, 0x07);
+        CHECK(p.error == 1);
+        CHECK(p.completed_through == failed + 1);
+      }
+      const uint64_t next = failed + 1;  // a success CQE after WQE `failed`
+      for (uint64_t behind : {uint64_t{1}, uint64_t{2}, uint64_t{kW - 1}}) {
+        if (behind > next) continue;
+        CHECK(
+            poll_one(next - behind, static_cast<uint32_t>(next % (3 * kW)), 0).completed_through ==
+            next);
+        CHECK(poll_one(next - behind, static_cast<uint32_t>(next % 65536), 0).completed_through ==
+              next);
+      }
+    }
+  }
+}
+
+// ---- the writer against field-by-field oracles --------------------------------------------------
 TEST_CASE("bnxt: RDMA write WQE bytes") { check_wqe_bytes(Opcode::kWrite); }
 TEST_CASE("bnxt: RDMA read WQE bytes") { check_wqe_bytes(Opcode::kRead); }
 TEST_CASE("bnxt: fetch-add 64 WQE bytes") { check_wqe_bytes(Opcode::kFetchAdd); }
 TEST_CASE("bnxt: compare-swap 64 WQE bytes") { check_wqe_bytes(Opcode::kCompareSwap); }
 
 TEST_CASE("bnxt: inline write WQE bytes") {
-  std::array<uint8_t, 96> data;
+  static_assert(Bnxt::kMaxInlineBytes == 16, "one slot of inline data");
+  std::array<uint8_t, 16> data;
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
-  for (uint32_t n : {0u, 1u, 4u, 8u, 15u, 16u, 17u, 63u, 80u, 95u, 96u}) {
+  for (uint32_t n = 0; n <= 16; ++n) {
     CAPTURE(n);
     WorkRequest wr = request(Opcode::kWriteInline);
     wr.bytes = n, wr.inline_data = data.data();
-    const uint8_t ws = static_cast<uint8_t>(2 + (n + 15) / 16);  // bnxt_re_required_slots
-    Entry e = oracle_header(kWrite, kSignaled | kInline, ws, 0, n);
+    // ws 3 for every length: an empty write pads the slot rather than shrink the WQE.
+    Entry e = oracle_header(kWrite, kSignaled | kInline, 0, n);
     put(e.data(), 16, wr.remote_addr, 8), put(e.data(), 24, wr.rkey, 4);
-    std::memcpy(e.data() + 32, data.data(), n);  // inline data from slot 2, zero-padded
+    std::memcpy(e.data() + 32, data.data(), n);  // inline data in slot 2, zero-padded
     CHECK(post(wr) == e);
   }
 }
 
-TEST_CASE("bnxt: inline write beyond 96 bytes traps") {
-  std::array<uint8_t, 97> data{};
+TEST_CASE("bnxt: inline write beyond 16 bytes traps") {
+  std::array<uint8_t, 17> data{};
   WorkRequest wr = request(Opcode::kWriteInline);
-  wr.bytes = 97, wr.inline_data = data.data();
-  CHECK_THROWS_WITH(post(wr), "mori bnxt: inline write beyond 96 bytes");
+  wr.bytes = 17, wr.inline_data = data.data();
+  CHECK_THROWS_WITH(post(wr), "mori bnxt: inline write beyond 16 bytes");
 }
 
 TEST_CASE("bnxt: a 32-bit atomic traps, BNXT atomics are 64-bit") {
@@ -177,37 +219,39 @@ TEST_CASE("bnxt: signaled and unsignaled") {
 }
 
 TEST_CASE("bnxt: doorbell value packing") {
-  // bnxt_re_db_hdr: indx = index | epoch << 24; typ_qid = qid | valid (1 << 26) | typ << 28.
+  // bnxt_re_db_hdr: indx = slot index | epoch << 24; typ_qid = qid | valid (1 << 26) | typ << 28.
   TestQp qp(64, 8);
-  CHECK(mori::provider::bnxt::db_hdr_value(Bnxt::sq_doorbell(qp.ep, 5)) == 0x04001234'00000005ull);
+  CHECK(mori::provider::bnxt::db_hdr_value(Bnxt::sq_doorbell(qp.ep, 5)) == 0x04001234'0000000Full);
   CHECK(mori::provider::bnxt::db_hdr_value(Bnxt::sq_doorbell(qp.ep, 64 + 5)) ==
-        0x04001234'01000005ull);
+        0x04001234'0100000Full);
   CHECK(mori::provider::bnxt::db_hdr_value(Bnxt::sq_doorbell(qp.ep, 128)) ==
         0x04001234'00000000ull);
   Bnxt::ring_doorbell(qp.ep, 64 + 63, nullptr);
-  const uint8_t bytes[8] = {0x3F, 0x00, 0x00, 0x01, 0x34, 0x12, 0x00, 0x04};  // as bnxt_re_ring_db
+  const uint8_t bytes[8] = {0xBD, 0x00, 0x00, 0x01, 0x34, 0x12, 0x00, 0x04};  // slot 189, epoch 1
   CHECK(std::memcmp(&qp.db, bytes, 8) == 0);
 }
 
-TEST_CASE("bnxt: SQ doorbell index and epoch across wraps") {
-  for (uint32_t wqes : {1u, 2u, 64u, 65536u}) {
-    TestQp qp(wqes == 65536u ? 1 : wqes, 1);
-    qp.ep.sq_wqes = wqes;  // the doorbell reads no SQ memory
+TEST_CASE("bnxt: SQ doorbell slot index and epoch across wraps") {
+  for (uint32_t wqes : {1u, 2u, 64u, 16384u, 65536u}) {
+    mori::state::RdmaEndpoint ep{};  // the doorbell reads no SQ memory
+    uint64_t db = 0;
+    ep.db = &db, ep.qpn = 0x1234, ep.sq_wqes = wqes;
     const uint64_t w = wqes;
     for (uint64_t n : {uint64_t{0}, uint64_t{1}, w - 1, w, w + 1, 2 * w - 1, 2 * w, 7 * w + 3,
                        (uint64_t{1} << 40) + 1}) {
       CAPTURE(wqes);
       CAPTURE(n);
-      Bnxt::ring_doorbell(qp.ep, n, nullptr);
-      CHECK((qp.db & 0xFFFFFF) == n % wqes);
-      CHECK((qp.db >> 24 & 1) == (n / wqes) % 2);
-      CHECK((qp.db >> 32) == 0x04001234u);
-      CHECK(codec().announced(qp.ep, n - std::min<uint64_t>(n, wqes)) == n);
+      Bnxt::ring_doorbell(ep, n, nullptr);
+      // The slot after n WQEs of 3 slots, in a ring of 3W slots, and the parity of its passes.
+      CHECK((db & 0xFFFFFF) == 3 * n % (3 * w));
+      CHECK((db >> 24 & 1) == (3 * n / (3 * w)) % 2);
+      CHECK((db >> 32) == 0x04001234u);
+      CHECK(codec().announced(ep, n - std::min<uint64_t>(n, wqes)) == n);
     }
   }
 }
 
-TEST_CASE("bnxt: codec announced follows index and epoch across wraps") {
+TEST_CASE("bnxt: codec announced follows slot index and epoch across wraps") {
   TestQp qp(16, 8);
   CHECK(codec().announced(qp.ep, 0) == 0);  // no doorbell yet: the word is zero, not valid
   std::mt19937_64 rng(6);
@@ -220,17 +264,24 @@ TEST_CASE("bnxt: codec announced follows index and epoch across wraps") {
   }
   qp.db = 0x04009999'00000003ull;  // another QP's doorbell
   CHECK(codec().announced(qp.ep, last) == last);
+  // This QP's, but naming a slot inside a WQE, or past the ring's 48 slots: nothing new.
+  for (uint64_t indx : {uint64_t{4}, uint64_t{47}, uint64_t{48}, uint64_t{0x01000030}}) {
+    qp.db = 0x04001234'00000000ull | indx;
+    CHECK(codec().announced(qp.ep, 0) == 0);
+  }
+  qp.db = 0x04001234'00000006ull;  // slot 6: WQEs 0 and 1
+  CHECK(codec().announced(qp.ep, 0) == 2);
 }
 
 TEST_CASE("bnxt: codec round trip for every op") {
-  std::array<uint8_t, 96> data;
+  std::array<uint8_t, 16> data;
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(255 - i);
   for (Opcode op : {Opcode::kWrite, Opcode::kRead, Opcode::kWriteInline, Opcode::kFetchAdd,
                     Opcode::kCompareSwap}) {
     for (uint8_t signaled : {0, 1}) {
       for (uint8_t fence : {0, 1}) {
         WorkRequest wr = request(op, signaled, fence);
-        if (op == Opcode::kWriteInline) wr.bytes = 37, wr.inline_data = data.data();
+        if (op == Opcode::kWriteInline) wr.bytes = 13, wr.inline_data = data.data();
         const Entry e = post(wr);
         WorkRequest back;
         std::string why;
@@ -245,29 +296,30 @@ TEST_CASE("bnxt: codec round trip for every op") {
         if (atomic) want.bytes = 0;
         if (op == Opcode::kFetchAdd) want.compare = 0;
         CHECK(std::memcmp(&back, &want, sizeof(want)) == 0);
-        if (op == Opcode::kWriteInline) CHECK(std::memcmp(back.inline_data, data.data(), 37) == 0);
+        if (op == Opcode::kWriteInline) CHECK(std::memcmp(back.inline_data, data.data(), 13) == 0);
       }
     }
   }
 }
 
-TEST_CASE("bnxt: codec complete and poll_cq across CQ and 16-bit index wraps") {
-  for (uint64_t start : {0ull, 65536ull - 40}) {  // the second run crosses con_indx's 16 bits
+TEST_CASE("bnxt: codec complete and poll_cq across CQ, ring and slot-count wraps") {
+  for (uint64_t start : {0ull, 65536ull - 40, 49152ull * 3 - 40}) {
     CAPTURE(start);
     TestQp qp(16, 4);
     qp.ep.completed = start;
     uint64_t produced = 0, posted = start;
     while (posted < start + 300) {
-      // A burst of up to 16 WQEs (the SQ), the last one signalled, then drain its CQE.
-      const uint64_t burst = 1 + (posted * 7) % 16;
+      // A burst of up to 15 WQEs (at most W - 1 outstanding), the last one signalled, then drain
+      // its CQE.
+      const uint64_t burst = 1 + (posted * 7) % 15;
       posted += burst;
       const uint8_t before = qp.ep.cq[(produced % 4) * 32 + 24];
       codec().complete(qp.ep, &produced, posted - 1, request(Opcode::kWrite),
                        CompletionStatus::kSuccess);
-      // The CQE's bytes: qp_handle, con_indx (16 bits), then flg_st_typ_ph with the phase.
+      // The CQE's bytes: qp_handle, con_indx (WQEs, modulo the 48 slots), then flg_st_typ_ph.
       const uint8_t* cqe = qp.ep.cq + ((produced - 1) % 4) * 32;
-      CHECK(cqe[8] == (posted & 0xFF));
-      CHECK(cqe[9] == (posted >> 8 & 0xFF));
+      CHECK(cqe[8] == posted % 48);
+      CHECK(cqe[9] == 0);
       CHECK(cqe[24] == (((produced - 1) / 4) % 2 == 0 ? 1 : 0));  // ph, type 0, status 0
       CHECK(cqe[24] != before);
       const CqPoll poll = Bnxt::poll_cq(qp.ep);
@@ -289,6 +341,7 @@ TEST_CASE("bnxt: poll_cq drains several CQEs and stops after an error") {
   for (uint64_t i : {2ull, 5ull, 9ull})
     codec().complete(qp.ep, &produced, i, request(Opcode::kRead), CompletionStatus::kSuccess);
   codec().complete(qp.ep, &produced, 12, request(Opcode::kRead), CompletionStatus::kRemoteAccess);
+  CHECK(qp.ep.cq[3 * 32 + 8] == 36);  // the error's con_indx: WQE 12's first slot
   codec().complete(qp.ep, &produced, 13, request(Opcode::kRead), CompletionStatus::kSuccess);
   const CqPoll poll = Bnxt::poll_cq(qp.ep);
   CHECK(poll.advanced == 1);
@@ -338,7 +391,8 @@ TEST_CASE("bnxt: poll_cq names every requester status") {
     CAPTURE(status);
     uint8_t* cqe = qp.ep.cq + (qp.ep.cq_consumed % 4) * 32;
     std::memset(cqe, 0, 32);
-    put(cqe, 8, qp.ep.completed + 1, 4);                                // con_indx
+    // con_indx: the next WQE's count on success, its first slot on error.
+    put(cqe, 8, status == 0 ? qp.ep.completed + 1 : 3 * (qp.ep.completed % 16), 4);
     put(cqe, 24, (status << 8) | (qp.ep.cq_consumed / 4 % 2 == 0), 4);  // status, typ 0, ph
     const CqPoll poll = Bnxt::poll_cq(qp.ep);
     REQUIRE(poll.advanced == 1);
@@ -369,25 +423,25 @@ TEST_CASE("bnxt: codec rejects garbage") {
   const Case cases[] = {
       {Opcode::kWrite, 0, 1, 0x00, "unknown opcode 0x00"},
       {Opcode::kWrite, 0, 1, 0x42, "unknown opcode 0x42"},
-      {Opcode::kWrite, 2, 1, 9, "wqe size field 9 outside 2..8 slots"},
-      {Opcode::kWrite, 2, 1, 1, "wqe size field 1 outside 2..8 slots"},
+      {Opcode::kWrite, 2, 1, 9, "wqe size field 9, not the 3 slots of this QP's WQEs"},
+      {Opcode::kWrite, 2, 1, 1, "wqe size field 1, not the 3 slots of this QP's WQEs"},
+      {Opcode::kWrite, 2, 1, 4, "wqe size field 4, not the 3 slots of this QP's WQEs"},
+      {Opcode::kRead, 2, 1, 2, "wqe size field 2, not the 3 slots of this QP's WQEs"},
+      {Opcode::kWriteInline, 2, 1, 2, "wqe size field 2, not the 3 slots of this QP's WQEs"},
+      {Opcode::kFetchAdd, 2, 1, 5, "wqe size field 5, not the 3 slots of this QP's WQEs"},
       {Opcode::kWrite, 1, 1, kSignaled | 0x40, "reserved flag bits 0x40 set"},
       {Opcode::kRead, 1, 1, kSignaled | kInline, "inline flag on opcode 0x06"},
-      {Opcode::kWrite, 2, 1, 4, "SGE count 2 unsupported (one SGE per WQE)"},
-      {Opcode::kRead, 2, 1, 2, "SGE count 0 unsupported (one SGE per WQE)"},
       {Opcode::kWrite, 44, 4, 100, "SGE length 100 differs from the message length 74565"},
       {Opcode::kWrite, 8, 8, 1ull << 32, "message length 4294967296 beyond 2^31"},
-      {Opcode::kWriteInline, 8, 8, 97, "inline length 97 beyond the entry (96 bytes)"},
-      {Opcode::kWriteInline, 8, 8, 40,
-       "wqe size field 4 inconsistent with 40 inline bytes (expected 5)"},
-      {Opcode::kFetchAdd, 2, 1, 5, "wqe size field 5 inconsistent with an atomic (expected 3)"},
+      {Opcode::kWriteInline, 8, 8, 17, "inline length 17 beyond the WQE's 16 bytes"},
+      {Opcode::kWriteInline, 8, 8, 40, "inline length 40 beyond the WQE's 16 bytes"},
       {Opcode::kCompareSwap, 44, 4, 4, "32-bit atomic (BNXT atomics are 64-bit)"},
       {Opcode::kFetchAdd, 44, 4, 16, "atomic SGE length 16 (must be 8)"}};
-  std::array<uint8_t, 96> data{};
+  std::array<uint8_t, 16> data{};
   for (const Case& c : cases) {
     CAPTURE(c.why);
     WorkRequest wr = request(c.op);
-    if (c.op == Opcode::kWriteInline) wr.bytes = 20, wr.inline_data = data.data();
+    if (c.op == Opcode::kWriteInline) wr.bytes = 11, wr.inline_data = data.data();
     Entry e = post(wr);
     put(e.data(), c.offset, c.value, c.bytes);
     WorkRequest back;
@@ -397,8 +451,8 @@ TEST_CASE("bnxt: codec rejects garbage") {
   }
 }
 
-TEST_CASE("bnxt: codec decode of random bytes stays inside the entry") {
-  // The entry ends at an inaccessible page: a read past it faults.
+TEST_CASE("bnxt: codec decode of random bytes stays inside the WQE") {
+  // The WQE ends at an inaccessible page: a read past it faults.
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   auto* base = static_cast<uint8_t*>(
       mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
@@ -411,8 +465,8 @@ TEST_CASE("bnxt: codec decode of random bytes stays inside the entry") {
     for (uint32_t j = 0; j < Bnxt::kWqeBytes; ++j) entry[j] = static_cast<uint8_t>(rng());
     // Bias the header toward plausible values so that the deeper checks run too.
     const uint8_t opcodes[] = {kWrite, kRead, kCompareSwap, kFetchAdd};
-    if (i % 2) entry[0] = opcodes[rng() % 4], entry[1] &= 0x1F, entry[2] = 2 + rng() % 7;
-    if (i % 4 == 1) put(entry, 8, rng() % 128, 8), put(entry, 44, rng() % 2 ? 8 : entry[8], 4);
+    if (i % 2) entry[0] = opcodes[rng() % 4], entry[1] &= 0x1F, entry[2] = rng() % 8 ? 3 : rng();
+    if (i % 4 == 1) put(entry, 8, rng() % 24, 8), put(entry, 44, rng() % 2 ? 8 : entry[8], 4);
     WorkRequest wr;
     std::string why;
     if (!codec().decode(entry, i, &wr, &why)) {
@@ -434,23 +488,24 @@ TEST_CASE("bnxt: MSN table entry and PSN packets") {
   const std::pair<uint32_t, uint32_t> packets[] = {
       {0, 1}, {1, 1}, {1024, 1}, {1025, 2}, {0xFFFFFFFF, 4194304}};  // MTU 1024
   for (const auto& [bytes, count] : packets) CHECK(Bnxt::psn_packets(qp.ep, bytes) == count);
-  Bnxt::post_msn(qp.ep, 64 * 3 + 10, 0xFFFFFE, 3);
-  // sq_msn_search: start_psn 24 | next_psn 24 << 24 | start_idx 16 << 48, after the 64 entries.
+  Bnxt::post_msn(qp.ep, 128 * 3 + 74, 0xFFFFFE, 3);
+  // sq_msn_search: start_psn 24 | next_psn 24 << 24 | start_idx 16 << 48, after the 192 slots,
+  // entry (WQE mod 128), start_idx the WQE's first slot 3 * (WQE mod 64).
   uint8_t bytes[8] = {};
-  put(bytes, 0, 0xFFFFFEull | (0x000001ull << 24) | (10ull << 48), 8);
-  CHECK(std::memcmp(qp.ep.sq + 64 * 128 + 10 * 8, bytes, 8) == 0);
+  put(bytes, 0, 0xFFFFFEull | (0x000001ull << 24) | (30ull << 48), 8);
+  CHECK(std::memcmp(qp.ep.sq + 64 * 48 + 74 * 8, bytes, 8) == 0);
 }
 
 // Through the engine: each WQE's MSN entry carries the PSNs of the WQEs before it, in posting
 // order (Bnxt::note_wqe parks the packet count, Bnxt::prepare_submit turns the counts into entries
-// before the doorbell), across the 24-bit PSN wrap.
+// before the doorbell), across the 24-bit PSN wrap, and over more WQEs than the table has entries.
 TEST_CASE("bnxt: the engine writes every WQE's MSN entry with running PSNs before the doorbell") {
-  TestQp qp(64, 64);
+  TestQp qp(16, 16);
   qp.ep.provider_state = 0xFFFFF0;  // 16 PSNs before the 24-bit wrap
   uint64_t local = 0;
   uint32_t psn = 0xFFFFF0;
   const uint32_t sizes[] = {0, 8, 1024, 1025, 4096, 3000, 1, 2048, 5000, 777};
-  for (uint32_t i = 0; i < 40; ++i) {
+  for (uint32_t i = 0; i < 80; ++i) {
     WorkRequest wr{};
     const uint32_t bytes = sizes[i % 10];
     wr.opcode = i % 7 == 3 ? Opcode::kFetchAdd : i % 5 == 2 ? Opcode::kRead : Opcode::kWrite;
@@ -462,10 +517,15 @@ TEST_CASE("bnxt: the engine writes every WQE's MSN entry with running PSNs befor
     const uint32_t packets = Bnxt::psn_packets(qp.ep, wr.opcode == Opcode::kFetchAdd ? 8 : bytes);
     uint8_t expected[8] = {};
     put(expected, 0,
-        uint64_t{psn} | (uint64_t{(psn + packets) & 0xFFFFFF} << 24) | (uint64_t{i} << 48), 8);
-    CHECK_MESSAGE(std::memcmp(qp.ep.sq + 64 * 128 + i * 8, expected, 8) == 0, "WQE " << i);
+        uint64_t{psn} | (uint64_t{(psn + packets) & 0xFFFFFF} << 24) |
+            (uint64_t{3 * (i % 16)} << 48),
+        8);
+    CHECK_MESSAGE(std::memcmp(qp.ep.sq + 16 * 48 + (i % 32) * 8, expected, 8) == 0, "WQE " << i);
     psn = (psn + packets) & 0xFFFFFF;
+    // No NIC here: complete the WQE by hand so that the ring can wrap (a success CQE).
+    uint64_t produced = qp.ep.cq_consumed;
+    codec().complete(qp.ep, &produced, i, wr, CompletionStatus::kSuccess);
   }
   CHECK(qp.ep.provider_state == psn);
-  CHECK(qp.ep.submitted == 40);
+  CHECK(qp.ep.submitted == 80);
 }

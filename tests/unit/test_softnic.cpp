@@ -447,7 +447,7 @@ TEST_CASE("softnic: bnxt MSN entries follow the QP's initial PSN, and a wrong co
   CHECK(failure.find("error completion: remote operation") != std::string::npos);
   rig.nic->stop();
   CHECK(rig.nic->qp_error(0) ==
-        "WQE 0: MSN entry {start_idx 0, start_psn 0x000000, next_psn 0x000001}, expected {0, "
+        "WQE 0: MSN entry 0 {start_idx 0, start_psn 0x000000, next_psn 0x000001}, expected {0, "
         "0x123456, 0x123457} (1 packets)");
 }
 

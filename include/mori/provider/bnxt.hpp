@@ -6,14 +6,30 @@
 // Derived from rdma-core providers/bnxt_re/verbs.c (bnxt_re_post_send, bnxt_re_poll_one and the
 // functions they call) and db.c; layouts in bnxt_defs.hpp, which cites each one.
 //
-// Queue model: static WQE mode. Every work request takes one 128-byte entry (STATIC_WQE_NUM_SLOTS,
-// 8 slots of 16 bytes): slot 0 the header, slot 1 the RDMA or atomic extension, slot 2 the one SGE
-// or slots 2..7 the inline data (96 bytes, BNXT_RE_MAX_INLINE_SIZE). In this mode rdma-core's
-// doorbell index is the WQE index (que->dbtail = &jsqq->start_idx, bnxt_re_alloc_queues) and a
-// requester CQE's con_indx counts WQEs, so the engine's 64-bit index maps to both directly.
+// Queue model: variable WQE mode, which Thor2 (BNXT_RE P7) runs; static mode (Thor, P5) is not
+// modelled. In variable mode rdma-core counts the SQ in 16-byte slots: its doorbell carries the
+// producer's slot index (que->dbtail = &que->tail, bnxt_re_alloc_queues) and a WQE fills the slots
+// its header's ws field names. The engine hands out WQE indices, and a lane writes its WQE at a
+// place known when the index is reserved, so every WQE here has one size: 3 slots (kWqeSlots,
+// rdma-core's SEND_SGE_MIN_SLOTS), the header, the RDMA or atomic extension and one SGE or one slot
+// of inline data (kMaxInlineBytes = 16; longer puts take the SGE path). With a ring of
+// W = ep.sq_wqes WQEs (a power of two) the SQ has 3W slots, WQE i starts at slot 3 * (i mod W),
+// and the slot index wraps exactly when the WQE index does: the doorbell's slot index is
+// 3 * (i mod W) and its epoch the parity of i / W, no division needed.
 //
-// Endpoint fields: sq holds sq_wqes * kWqeBytes (sq_wqes a power of two, at most 65536, since
-// con_indx has 16 valid bits), then the MSN table (sq_wqes entries of 8 bytes, see post_msn).
+// Completions: a success CQE's con_indx counts WQEs (after the completed one), an error CQE's the
+// failed WQE's first slot (bnxt_defs.hpp, bnxt_re_req_cqe). Both have 16 valid bits, and an error's
+// slot index must name every slot: 3W <= 65536, so W <= kMaxSqWqes = 16384. rdma-core rounds its
+// slot count up to a multiple of 256 (BNXT_VAR_MAX_SLOT_ALIGN), which 3W is whenever W >= 256, as
+// on the GPU.
+//
+// Flow control: the engine keeps at most W - 1 WQEs outstanding (3W - 3 slots). rdma-core's user
+// library keeps 128 WQEs more free (BNXT_RE_FULL_FLAG_DELTA), but the kernel keeps no gap for
+// variable-mode QPs and tests only that a WQE's own slots are free (bnxt_defs.hpp), so the
+// hardware needs none and this provider asks the engine for none.
+//
+// Endpoint fields: sq holds the 3W slots (W * kWqeBytes bytes), then the MSN table
+// (bnxt::var_msn_tbl_sz(3W) = 2W entries of 8 bytes, see post_msn): sq_bytes(W) = 64 W bytes.
 // db is the DPI doorbell page. The SQ doorbell's qid is ep.qpn; the CQ doorbell's is ep.cqn.
 // dbr is unused: BNXT has no doorbell record. cq_dbr, when not null, is the 64-bit doorbell the
 // CQ consumer index is rung through (on hardware the same DPI page as db, as bnxt_re_ring_cq_db
@@ -39,13 +55,20 @@ namespace mori::provider {
 struct Bnxt {
   static constexpr const char* kName = "bnxt";
   static constexpr uint32_t kSlotBytes = sizeof(bnxt::bnxt_re_sge);  // the SQ's stride
-  static constexpr uint32_t kWqeBytes = bnxt::STATIC_WQE_NUM_SLOTS * kSlotBytes;
-  static constexpr uint32_t kMaxInlineBytes = bnxt::BNXT_RE_MAX_INLINE_SIZE;
+  // Every WQE: header, extension, and one SGE or one slot of inline data (see the top).
+  static constexpr uint32_t kWqeSlots = bnxt::SEND_SGE_MIN_SLOTS;
+  static constexpr uint32_t kWqeBytes = kWqeSlots * kSlotBytes;
+  static constexpr uint32_t kMaxInlineBytes =
+      (kWqeSlots - bnxt::BNXT_RE_SQE_HDR_SLOTS) * kSlotBytes;
   static constexpr uint32_t kCqeBytes = sizeof(bnxt::bnxt_re_req_cqe) + sizeof(bnxt::bnxt_re_bcqe);
   static constexpr bool kNativeAtomic32 = false;
-  // Bytes of an SQ of `wqes` entries, as the runtime allocates it (the ring, then the MSN table).
+  // The deepest ring: an error CQE's 16-bit con_indx must name each of the 3W slots.
+  static constexpr uint32_t kMaxSqWqes = 16384;
+  // Bytes of an SQ of `wqes` WQEs, as the runtime allocates it: the 3 * wqes slots, then the MSN
+  // table of var_msn_tbl_sz(3 * wqes) = 2 * wqes entries.
   static constexpr uint64_t sq_bytes(uint32_t wqes) {
-    return uint64_t{wqes} * (kWqeBytes + sizeof(bnxt::bnxt_re_msns));
+    return uint64_t{wqes} * kWqeBytes +
+           bnxt::var_msn_tbl_sz(uint64_t{wqes} * kWqeSlots) * sizeof(bnxt::bnxt_re_msns);
   }
   // A new CQ ring as the driver hands it over: zeroed (for the software NIC, tests and benches).
   static void init_cq(uint8_t* cq, uint32_t entries) {
@@ -57,44 +80,44 @@ struct Bnxt {
   MORI_DEVICE static constexpr uint64_t atomic_result(uint64_t raw, uint8_t width) {
     return width == 4 ? raw & 0xffffffffull : raw;
   }
-  // Header, extension and one SGE: the size (in slots) of every non-inline WQE we write.
-  static constexpr uint32_t kSgeWqeSlots = 3;
   // poll_cq's status for a CQE that is not a requester completion: this value | its type.
   static constexpr uint32_t kStatusNotRequester = 0x100;
   static constexpr int kWordMtu = 0;  // provider_word index of the path MTU
 
-  static_assert(kWqeBytes == 128 && kCqeBytes == 32, "static-mode WQE 128 bytes, CQE 32 bytes");
-  static_assert(kWqeBytes == 2 * kSlotBytes + kMaxInlineBytes,
-                "inline data fills the entry after the header and the extension");
+  static_assert(kWqeBytes == 48 && kCqeBytes == 32, "variable-mode WQE 3 slots, CQE 32 bytes");
+  static_assert(kWqeBytes == bnxt::BNXT_RE_SQE_HDR_SLOTS * kSlotBytes + kMaxInlineBytes,
+                "inline data fills the WQE's last slot, after the header and the extension");
+  static_assert(uint64_t{kMaxSqWqes} * kWqeSlots <= 65536,
+                "an error CQE's 16-bit con_indx names every slot of the deepest ring");
 
   // RDMA write (IsRead false) or read of wr.bytes between local_addr/lkey and remote_addr/rkey.
-  // wqe: the entry for wr.index, 16-byte aligned. Writes slots 0..2; the rest is not read.
+  // wqe: the WQE's 3 slots (slot 3 * (wr.index mod W)), 16-byte aligned.
   template <bool IsRead>
   MORI_DEVICE static void post_read_write(void* wqe, const WorkRequest& wr) {
     constexpr uint32_t kOpcode =
         IsRead ? bnxt::BNXT_RE_WR_OPCD_RDMA_READ : bnxt::BNXT_RE_WR_OPCD_RDMA_WRITE;
     uint8_t* slot = static_cast<uint8_t*>(wqe);
-    put_slot(slot, header(kOpcode, wr, 0, kSgeWqeSlots, 0, wr.bytes));
+    put_slot(slot, header(kOpcode, wr, 0, kWqeSlots, 0, wr.bytes));
     put_slot(slot + kSlotBytes, rdma(wr));
     put_slot(slot + 2 * kSlotBytes, sge(wr.local_addr, wr.lkey, wr.bytes));
   }
 
-  // RDMA write of wr.bytes (at most kMaxInlineBytes) copied from wr.inline_data into the entry,
-  // zero-padded to a whole slot. ws counts the slots used (bnxt_re_required_slots). Past the
-  // limit: a trap with MORI_DEVICE_CHECKS; without, the copy stops at the entry's end and the
-  // length field keeps wr.bytes, so the NIC rejects the WQE instead of writing past it.
+  // RDMA write of wr.bytes (at most kMaxInlineBytes) copied from wr.inline_data into the WQE's last
+  // slot, zero-padded. ws is 3 whatever the length: bnxt_re_required_slots would give an empty
+  // write 2 slots, but every WQE here spans 3, and ws is where the NIC finds the next one. Past the
+  // limit: a trap with MORI_DEVICE_CHECKS; without, the copy stops at the WQE's end and the length
+  // field keeps wr.bytes, so the NIC rejects the WQE instead of writing past it.
   MORI_DEVICE static void post_inline_write(void* wqe, const WorkRequest& wr) {
     if constexpr (MORI_DEVICE_CHECKS) {
-      if (wr.bytes > kMaxInlineBytes) platform::trap("mori bnxt: inline write beyond 96 bytes");
+      if (wr.bytes > kMaxInlineBytes) platform::trap("mori bnxt: inline write beyond 16 bytes");
     }
     const uint32_t n = wr.bytes < kMaxInlineBytes ? wr.bytes : kMaxInlineBytes;
-    const uint32_t padded = (n + kSlotBytes - 1) & ~(kSlotBytes - 1);
     uint8_t* slot = static_cast<uint8_t*>(wqe);
     put_slot(slot, header(bnxt::BNXT_RE_WR_OPCD_RDMA_WRITE, wr, bnxt::BNXT_RE_WR_FLAGS_INLINE,
-                          2 + padded / kSlotBytes, 0, wr.bytes));
+                          kWqeSlots, 0, wr.bytes));
     put_slot(slot + kSlotBytes, rdma(wr));
     __builtin_memcpy(slot + 2 * kSlotBytes, wr.inline_data, n);
-    __builtin_memset(slot + 2 * kSlotBytes + n, 0, padded - n);
+    __builtin_memset(slot + 2 * kSlotBytes + n, 0, kMaxInlineBytes - n);
   }
 
   // 64-bit fetch-add (wr.operand is the addend) or compare-swap (wr.compare expected, wr.operand
@@ -108,21 +131,24 @@ struct Bnxt {
     const bool cas = wr.opcode == Opcode::kCompareSwap;
     uint8_t* slot = static_cast<uint8_t*>(wqe);
     put_slot(slot, header(cas ? bnxt::BNXT_RE_WR_OPCD_ATOMIC_CS : bnxt::BNXT_RE_WR_OPCD_ATOMIC_FA,
-                          wr, 0, kSgeWqeSlots, wr.rkey, wr.remote_addr));
+                          wr, 0, kWqeSlots, wr.rkey, wr.remote_addr));
     const bnxt::bnxt_re_atomic operands{le64::from(wr.operand), le64::from(cas ? wr.compare : 0)};
     put_slot(slot + kSlotBytes, operands);
     put_slot(slot + 2 * kSlotBytes, sge(wr.local_addr, wr.lkey, wr.width));
   }
 
-  // The SQ doorbell announcing entries [.., next_index): the ring position and the epoch of the
-  // producer index, as bnxt_re_ring_sq_db builds it (type SQ, qid = the QP number).
+  // The SQ doorbell announcing WQEs [.., next_index): the producer's slot index, 3 * (next_index
+  // mod W), and its epoch, which flips whenever the slot index wraps the 3W slots, that is whenever
+  // the WQE index wraps W (bnxt_re_ring_sq_db with que->tail; type SQ, qid = the QP number).
   MORI_DEVICE static bnxt::bnxt_re_db_hdr sq_doorbell(const state::RdmaEndpoint& ep,
                                                       uint64_t next_index) {
-    return bnxt::bnxt_re_init_db_hdr(bnxt::db_index_epoch(next_index, ep.sq_wqes), ep.qpn, 0,
+    const uint32_t slot = kWqeSlots * static_cast<uint32_t>(next_index & (ep.sq_wqes - 1));
+    const uint32_t epoch = (next_index & ep.sq_wqes) != 0 ? 1u : 0u;
+    return bnxt::bnxt_re_init_db_hdr(bnxt::db_indx(slot, epoch), ep.qpn, 0,
                                      bnxt::BNXT_RE_QUE_TYPE_SQ);
   }
 
-  // Makes entries [.., next_index) visible to the NIC. BNXT has no doorbell record, and no
+  // Makes WQEs [.., next_index) visible to the NIC. BNXT has no doorbell record, and no
   // BlueFlame-style copy of the last WQE, so only the register is written.
   MORI_DEVICE static void ring_doorbell(state::RdmaEndpoint& ep, uint64_t next_index,
                                         const void* /*last_wqe*/) {
@@ -131,7 +157,7 @@ struct Bnxt {
 
   // Consumes the valid CQEs from ep.cq_consumed on (at most one pass), stopping after an error.
   // Returns the highest completed index: WQEs [.., completed_through) are done. On an error,
-  // completed_through - 1 is the WQE that failed (con_indx points past it, as on success).
+  // completed_through - 1 is the WQE that failed (whose first slot the CQE's con_indx names).
   // Precondition: ep.completed includes every completed_through returned before; the caller
   // holds the CQ. When it consumed anything and ep.cq_dbr is set, rings the CQ doorbell.
   MORI_DEVICE static CqPoll poll_cq(state::RdmaEndpoint& ep) {
@@ -158,8 +184,9 @@ struct Bnxt {
         poll.status_text = "unexpected CQE type";
         break;
       }
-      poll.completed_through = extend(poll.completed_through, req->con_indx.get(), ep.sq_wqes);
       const uint32_t status = bnxt::bcqe_status(flg);
+      poll.completed_through =
+          extend(poll.completed_through, consumer_index(req->con_indx.get(), status), ep.sq_wqes);
       if (status != bnxt::BNXT_RE_REQ_ST_OK) {
         poll.error = 1;
         poll.status = status;
@@ -179,10 +206,13 @@ struct Bnxt {
   }
 
   // ---- per-WQE PSN bookkeeping (MSN table) ------------------------------------------------------
-  // With BNXT_RE_COMP_MASK_UCNTX_MSN_TABLE_ENABLED the NIC finds a WQE by PSN through one 8-byte
-  // entry per WQE after the SQ ring (que->pad; bnxt_re_fill_psns_for_msntbl). A WQE's start PSN is
-  // the sum of the packets of every WQE before it, which needs shared state: the engine reserves
-  // PSNs together with the WQE index, writes the entry with post_msn and then rings the doorbell.
+  // With BNXT_RE_COMP_MASK_UCNTX_MSN_TABLE_ENABLED the NIC finds a WQE by PSN through the MSN
+  // table after the SQ's slots (que->pad; bnxt_re_fill_psns_for_msntbl): one 8-byte entry per WQE,
+  // at the WQE's message number modulo the table's 2W entries (rdma-core's que->msn, which counts
+  // WQEs from 0 and wraps at msn_tbl_sz), holding the WQE's first slot and its PSNs. A WQE's start
+  // PSN is the sum of the packets of every WQE before it, which needs shared state: the engine
+  // reserves PSNs together with the WQE index, writes the entry with post_msn and then rings the
+  // doorbell.
 
   // Packets the WQE sends: ceil(bytes / MTU), at least 1 (bnxt_re_fill_psns_for_msntbl).
   MORI_DEVICE static uint32_t psn_packets(const state::RdmaEndpoint& ep, uint32_t bytes) {
@@ -191,15 +221,17 @@ struct Bnxt {
     return packets == 0 ? 1 : packets;
   }
 
-  // Writes the MSN entry of WQE `index`: ring position, next PSN and start PSN (24 bits each).
+  // Writes the MSN entry of WQE `index`: its first slot, next PSN and start PSN (24 bits each).
   MORI_DEVICE static void post_msn(state::RdmaEndpoint& ep, uint64_t index, uint32_t start_psn,
                                    uint32_t packets) {
-    const uint32_t position = static_cast<uint32_t>(index & (ep.sq_wqes - 1));
-    msn_table(ep)[position].start_idx_next_psn_start_psn =
-        bnxt::bnxt_re_update_msn_tbl(position, start_psn + packets, start_psn);
+    const uint32_t slot = kWqeSlots * static_cast<uint32_t>(index & (ep.sq_wqes - 1));
+    msn_entry(ep, index).start_idx_next_psn_start_psn =
+        bnxt::bnxt_re_update_msn_tbl(slot, start_psn + packets, start_psn);
   }
-  MORI_DEVICE static bnxt::bnxt_re_msns* msn_table(state::RdmaEndpoint& ep) {
-    return reinterpret_cast<bnxt::bnxt_re_msns*>(ep.sq + uint64_t{ep.sq_wqes} * kWqeBytes);
+  // WQE `index`'s entry: the table has 2W entries (var_msn_tbl_sz of the 3W slots).
+  MORI_DEVICE static bnxt::bnxt_re_msns& msn_entry(state::RdmaEndpoint& ep, uint64_t index) {
+    auto* table = reinterpret_cast<bnxt::bnxt_re_msns*>(ep.sq + uint64_t{ep.sq_wqes} * kWqeBytes);
+    return table[index & (2 * uint64_t{ep.sq_wqes} - 1)];
   }
 
   // The engine's hooks (rdma_engine.hpp). A WQE's start PSN depends on every WQE before it, so
@@ -211,14 +243,13 @@ struct Bnxt {
   MORI_DEVICE static void note_wqe(state::RdmaEndpoint& ep, const WorkRequest& wr) {
     const uint32_t bytes =
         wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap ? 8u : wr.bytes;
-    msn_table(ep)[wr.index & (ep.sq_wqes - 1)].start_idx_next_psn_start_psn =
-        le64::from(psn_packets(ep, bytes));
+    msn_entry(ep, wr.index).start_idx_next_psn_start_psn = le64::from(psn_packets(ep, bytes));
   }
   MORI_DEVICE static void prepare_submit(state::RdmaEndpoint& ep, uint64_t base, uint64_t next) {
     uint32_t psn = ep.provider_state;
     for (uint64_t i = base; i < next; ++i) {
-      const uint32_t packets = static_cast<uint32_t>(
-          msn_table(ep)[i & (ep.sq_wqes - 1)].start_idx_next_psn_start_psn.get());
+      const uint32_t packets =
+          static_cast<uint32_t>(msn_entry(ep, i).start_idx_next_psn_start_psn.get());
       post_msn(ep, i, psn, packets);
       psn = (psn + packets) & 0xffffff;
     }
@@ -257,15 +288,25 @@ struct Bnxt {
     platform::atomic_store<platform::MemOrder::Relaxed, platform::MemScope::System>(
         reg, bnxt::db_hdr_value(hdr));
   }
-  // con_indx has 16 valid bits: the SQ consumer index after the completed WQE, in WQEs
-  // (bnxt_re_poll_success_scqe compares it, modulo the SQ depth, with the next WQE to retire).
-  // The 64-bit index t it stands for satisfies base < t <= base + sq_wqes, as at most sq_wqes
-  // WQEs are outstanding, so its low bits (modulo min(sq_wqes, 2^16)) choose t.
-  MORI_DEVICE static uint64_t extend(uint64_t base, uint32_t con_indx, uint32_t sq_wqes) {
-    const uint64_t mask = (sq_wqes < 65536u ? sq_wqes : 65536u) - 1;
-    return base + ((con_indx - base - 1) & mask) + 1;
+  // The consumer index a CQE's con_indx (16 valid bits) stands for: the WQE count after the
+  // completed (or failed) WQE, modulo some multiple of W. A success's con_indx is that count, which
+  // the NIC reduces modulo the SQ's size (rdma-core bnxt_re_poll_success_scqe takes it modulo
+  // max_swr, the slot count 3W in variable mode), or at least modulo 2^16. An error's is the failed
+  // WQE f's first slot, 3 * (f mod W): a third of it, plus one, is f + 1 modulo W. (The division
+  // of a 16-bit value by 3 compiles to a multiply and a shift; a select, not a branch, picks the
+  // case.)
+  MORI_DEVICE static uint32_t consumer_index(uint32_t con_indx, uint32_t status) {
+    return status == bnxt::BNXT_RE_REQ_ST_OK ? con_indx : (con_indx & 0xffffu) / kWqeSlots + 1;
+  }
+  // The 64-bit index t of a consumer index known modulo a multiple of W: W divides both 3W and
+  // 2^16, so its low bits (modulo W) are t's. And base < t <= base + W - 1, as at most W - 1 WQEs
+  // are outstanding (for an error, the failed WQE was announced and is not complete), so those bits
+  // choose t.
+  MORI_DEVICE static uint64_t extend(uint64_t base, uint32_t consumer, uint32_t sq_wqes) {
+    return base + ((consumer - base - 1) & (sq_wqes - 1)) + 1;
   }
 };
 static_assert(NicProvider<Bnxt>);
+static_assert(Bnxt::sq_bytes(16) == 16 * 48 + 32 * 8, "16 WQEs: 48 slots, then 32 MSN entries");
 
 }  // namespace mori::provider

@@ -4,10 +4,14 @@
 //
 // Sources (linux-rdma/rdma-core, providers/bnxt_re/):
 //   bnxt_re-abi.h  every struct, opcode, flag and status value, and every MASK/SHIFT enum below;
-//   main.h         STATIC_WQE_NUM_SLOTS, bnxt_re_is_cqe_valid, bnxt_re_change_cq_phase;
+//                  BNXT_RE_WQE_MODE_*, BNXT_RE_FULL_FLAG_DELTA;
+//   main.h         SEND_SGE_MIN_SLOTS, bnxt_re_get_sqe_hdr_sz, bnxt_re_is_cqe_valid,
+//                  bnxt_re_change_cq_phase;
 //   memory.h       bnxt_re_incr_tail / bnxt_re_incr_head (the epoch flips when an index wraps);
 //   db.c           bnxt_re_init_db_hdr and bnxt_re_ring_db (the doorbell's packing and its store);
-//   verbs.h        bnxt_re_update_msn_tbl.
+//   verbs.h        bnxt_re_update_msn_tbl;
+//   verbs.c        variable WQE mode: bnxt_re_get_sq_slots (BNXT_VAR_MAX_SLOT_ALIGN),
+//                  bnxt_re_alloc_queues (the doorbell counts slots, the MSN table's size).
 // The phase of a CQ's first pass is the kernel's BNXT_QPLIB_QUEUE_START_PERIOD (Linux
 // drivers/infiniband/hw/bnxt_re/qplib_fp.h), which bnxt_re_create_cq hands rdma-core as
 // bnxt_re_cq_resp.phase.
@@ -130,13 +134,27 @@ enum bnxt_re_msns_mask : uint64_t {
   BNXT_RE_SQ_MSN_SEARCH_START_IDX_SHIFT = 0x30
 };
 
-// Static WQE mode: every send WQE takes 8 slots of 16 bytes (main.h), room for the header, the
-// RDMA or atomic extension and BNXT_RE_STATIC_WQE_MAX_SGE (6) SGEs: bnxt_re_get_sq_slots.
-inline constexpr uint32_t STATIC_WQE_NUM_SLOTS = 8;
-inline constexpr uint32_t BNXT_RE_STATIC_WQE_MAX_SGE = 0x06;
-// Inline data starts after the header and the extension (slot 2) and fills the rest of the entry.
-inline constexpr uint32_t BNXT_RE_MAX_INLINE_SIZE = 0x60;
-// rdma-core keeps this many WQEs between producer and consumer (bnxt_re_is_que_full).
+// How a QP's send WQEs are sized (bnxt_re-abi.h; the kernel answers bnxt_re_alloc_context with the
+// mode, bnxt_re_uctx_resp.mode). Static (Thor, P5): every WQE takes 8 slots of 16 bytes. Variable
+// (Thor2, P7): a WQE takes the slots it fills, its header's ws field says how many, and the
+// doorbell, the MSN table's start_idx and an error CQE's con_indx count 16-byte slots.
+enum bnxt_re_wqe_mode : uint32_t {
+  BNXT_RE_WQE_MODE_STATIC = 0x00,
+  BNXT_RE_WQE_MODE_VARIABLE = 0x01
+};
+// The send WQE header, bnxt_re_bsqe + bnxt_re_send (or the RDMA / atomic extension): 2 slots
+// (bnxt_re_get_sqe_hdr_sz); with one SGE, or up to 16 bytes of inline data, a WQE fills 3
+// (SEND_SGE_MIN_SLOTS, main.h; bnxt_re_required_slots rounds inline data up to whole slots).
+inline constexpr uint32_t BNXT_RE_SQE_HDR_SLOTS = 2;
+inline constexpr uint32_t SEND_SGE_MIN_SLOTS = 3;
+// Variable mode sizes the SQ in slots, rounded up to a multiple of this (bnxt_re_get_sq_slots).
+inline constexpr uint32_t BNXT_VAR_MAX_SLOT_ALIGN = 256;
+// rdma-core's own queue-full test keeps this many WQEs (of the QP's largest size) free between
+// producer and consumer, in both modes (bnxt_re_get_sqmem_size adds them to the ring, and
+// bnxt_re_alloc_queues turns them into que->diff slots for bnxt_re_is_que_full). The kernel keeps
+// no such gap for a variable-mode QP (drivers/infiniband/hw/bnxt_re/ib_verbs.c,
+// bnxt_re_init_sq_attr: diff 0, and qplib_fp.h bnxt_qplib_queue_full tests only the WQE's own
+// slots): it is the user library's margin, not a hardware rule, and mori does not keep it.
 inline constexpr uint32_t BNXT_RE_FULL_FLAG_DELTA = 0x80;
 // The phase bit a valid CQE carries on a CQ's first pass (kernel qplib_fp.h).
 inline constexpr uint32_t BNXT_QPLIB_QUEUE_START_PERIOD = 0x01;
@@ -183,7 +201,12 @@ struct bnxt_re_sge {
 // ---- completion: a CQE is bnxt_re_req_cqe followed by bnxt_re_bcqe (bnxt_re_get_cqe_sz) ---------
 struct bnxt_re_req_cqe {
   le64 qp_handle;
-  le32 con_indx;  // 16 bits valid: the SQ consumer index after the completed WQE
+  // 16 bits valid. A success: the consumer index after the completed WQE, counted in WQEs in both
+  // modes (rdma-core bnxt_re_poll_success_scqe and the kernel's bnxt_qplib_cq_process_req compare
+  // it, modulo the SQ's size, with a shadow index that advances by one per WQE). An error in
+  // variable mode: the failed WQE's first slot (the kernel's bnxt_qplib_get_cqe_sq_cons, "RDMA/
+  // bnxt_re: Get the WQE index from slot index while completing the WQEs").
+  le32 con_indx;
   le32 rsvd1;
   le64 rsvd2;
 };
@@ -231,7 +254,7 @@ MORI_DEVICE uint32_t bsqe_slots(const bnxt_re_bsqe& h) {
 }
 
 // The one doorbell constructor, as db.c's bnxt_re_init_db_hdr: `indx` already carries the epoch
-// (db_index_epoch); toggle is 0 for SQ and CQ doorbells (only arm doorbells set it).
+// (db_indx, db_index_epoch); toggle is 0 for SQ and CQ doorbells (only arm doorbells set it).
 MORI_DEVICE bnxt_re_db_hdr bnxt_re_init_db_hdr(uint32_t indx, uint32_t qid, uint32_t toggle,
                                                uint32_t typ) {
   return {
@@ -239,13 +262,16 @@ MORI_DEVICE bnxt_re_db_hdr bnxt_re_init_db_hdr(uint32_t indx, uint32_t qid, uint
       le32::from((qid & BNXT_RE_DB_QID_MASK) | (typ & BNXT_RE_DB_TYP_MASK) << BNXT_RE_DB_TYP_SHIFT |
                  1u << BNXT_RE_DB_VALID_SHIFT)};
 }
-// A queue position for the doorbell: a monotonic 64-bit index taken modulo the ring (`entries`, a
-// power of two below 2^24) plus the epoch bit, the parity of the ring's completed passes, which
-// rdma-core keeps as BNXT_RE_FLAG_EPOCH_TAIL/HEAD and flips on every wrap (memory.h). The epoch
-// tells a full ring from an empty one when the index alone repeats.
+// A doorbell's indx field: a ring position (below 2^24) and the epoch bit, the parity of the ring's
+// completed passes, which rdma-core keeps as BNXT_RE_FLAG_EPOCH_TAIL/HEAD and flips on every wrap
+// (memory.h, bnxt_re_incr_tail). The epoch tells a full ring from an empty one when the position
+// alone repeats.
+MORI_DEVICE constexpr uint32_t db_indx(uint32_t position, uint32_t epoch) {
+  return (position & BNXT_RE_DB_INDX_MASK) | (epoch & 1u) << BNXT_RE_DB_EPOCH_SHIFT;
+}
+// The same for a monotonic 64-bit index over a ring of `entries` (a power of two below 2^24).
 MORI_DEVICE uint32_t db_index_epoch(uint64_t index, uint32_t entries) {
-  const uint32_t epoch = (index & entries) != 0 ? 1u : 0u;
-  return static_cast<uint32_t>(index & (entries - 1)) | epoch << BNXT_RE_DB_EPOCH_SHIFT;
+  return db_indx(static_cast<uint32_t>(index & (entries - 1)), (index & entries) != 0 ? 1u : 0u);
 }
 // The 64-bit value bnxt_re_ring_db stores: indx in the low half, typ_qid in the high half.
 MORI_DEVICE uint64_t db_hdr_value(const bnxt_re_db_hdr& h) {
@@ -290,7 +316,8 @@ MORI_DEVICE uint32_t cq_phase(uint64_t consumed, uint32_t entries) {
   return BNXT_QPLIB_QUEUE_START_PERIOD ^ ((consumed & entries) != 0 ? 1u : 0u);
 }
 
-// verbs.h bnxt_re_update_msn_tbl: the MSN entry of the WQE at ring position st_idx.
+// verbs.h bnxt_re_update_msn_tbl: the MSN entry of the WQE whose first slot is st_idx (in
+// variable mode; its WQE index in static mode).
 MORI_DEVICE le64 bnxt_re_update_msn_tbl(uint32_t st_idx, uint32_t npsn, uint32_t start_psn) {
   return le64::from((uint64_t{st_idx} << BNXT_RE_SQ_MSN_SEARCH_START_IDX_SHIFT &
                      BNXT_RE_SQ_MSN_SEARCH_START_IDX_MASK) |
@@ -298,6 +325,16 @@ MORI_DEVICE le64 bnxt_re_update_msn_tbl(uint32_t st_idx, uint32_t npsn, uint32_t
                      BNXT_RE_SQ_MSN_SEARCH_NEXT_PSN_MASK) |
                     (uint64_t{start_psn} << BNXT_RE_SQ_MSN_SEARCH_START_PSN_SHIFT &
                      BNXT_RE_SQ_MSN_SEARCH_START_PSN_MASK));
+}
+
+// The MSN table's entries for an SQ of `slots` 16-byte slots in variable mode: half the power of
+// two at or above the slot count (bnxt_re_alloc_queues, msn_tbl_sz; the kernel's
+// bnxt_qplib_create_qp sizes the table it maps the same way). rdma-core indexes it with a message
+// count that starts at 0 and wraps at this size (que->msn, bnxt_re_fill_psns_for_msntbl).
+constexpr uint64_t var_msn_tbl_sz(uint64_t slots) {
+  uint64_t p = 1;
+  while (p < slots) p <<= 1;
+  return p / 2;
 }
 
 // The name of a bnxt_re_req_wc_status (0x00..0x0B, in order), after the ibv_wc_status that

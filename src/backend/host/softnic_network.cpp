@@ -201,6 +201,12 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   Status init_endpoint(RdmaEndpoint& ep, uint32_t sq_wqes, uint32_t qpn, uint64_t* ibuf) {
     switch (nic_) {
       case state::Nic::kBnxt:
+        // An error CQE names the failed WQE's first slot in 16 bits (bnxt.hpp).
+        if (sq_wqes > provider::Bnxt::kMaxSqWqes)
+          return Status::error("MORI_RDMA_SQ_WQES=" + std::to_string(sq_wqes) +
+                               " is too deep for BNXT: at most " +
+                               std::to_string(provider::Bnxt::kMaxSqWqes) +
+                               " (3 slots per WQE, 16-bit slot indices)");
         return init_endpoint<provider::Bnxt>(ep, sq_wqes, qpn, ibuf);
       case state::Nic::kIonic:
         return init_endpoint<provider::Ionic>(ep, sq_wqes, qpn, ibuf);
