@@ -1,8 +1,8 @@
 // The BNXT provider (variable WQE mode) and its software-NIC codec. The expected bytes are
-// independent oracles: fields placed by hand at the byte offset and shift rdma-core's
-// providers/bnxt_re/bnxt_re-abi.h gives them (struct bnxt_re_bsqe, bnxt_re_rdma, bnxt_re_atomic,
-// bnxt_re_sge, bnxt_re_req_cqe, bnxt_re_bcqe, bnxt_re_db_hdr, bnxt_re_msns), with the enum values
-// written out as numbers.
+// independent oracles: golden vectors written out from rdma-core (bnxt_golden.hpp), and fields
+// placed by hand at the byte offset and shift rdma-core's providers/bnxt_re/bnxt_re-abi.h gives
+// them (struct bnxt_re_bsqe, bnxt_re_rdma, bnxt_re_atomic, bnxt_re_sge, bnxt_re_req_cqe,
+// bnxt_re_bcqe, bnxt_re_db_hdr, bnxt_re_msns), with the enum values written out as numbers.
 #include <doctest/doctest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/host/softnic/codec.hpp"
+#include "bnxt_golden.hpp"
 #include "mori/platform.hpp"
 #include "mori/provider/bnxt.hpp"
 #include "mori/transport/rdma_engine.hpp"
@@ -27,6 +28,7 @@ using mori::provider::CqPoll;
 using mori::provider::Opcode;
 using mori::provider::WorkRequest;
 using mori::softnic::CompletionStatus;
+namespace golden = mori::test::bnxt_golden;
 using Entry = std::array<uint8_t, 48>;  // one WQE: 3 slots
 
 // bnxt_re-abi.h values, as numbers.
@@ -123,6 +125,84 @@ struct TestQp {
 const mori::softnic::Codec& codec() { return mori::softnic::bnxt_codec(); }
 
 }  // namespace
+
+// ---- golden vectors (bnxt_golden.hpp): the writer and poll_cq held to rdma-core's bytes --------
+WorkRequest golden_request(Opcode op) {
+  WorkRequest wr{};
+  wr.opcode = op, wr.signaled = 1, wr.qpn = golden::kQpn, wr.index = 21;
+  wr.remote_addr = golden::kRemoteAddr, wr.rkey = golden::kRkey;
+  wr.local_addr = golden::kLocalAddr, wr.lkey = golden::kLkey;
+  return wr;
+}
+
+TEST_CASE("bnxt golden: a 3-slot RDMA write WQE") {
+  WorkRequest wr = golden_request(Opcode::kWrite);
+  wr.bytes = golden::kWriteBytes;
+  CHECK(std::memcmp(post(wr).data(), golden::kRdmaWriteWqe, 48) == 0);
+}
+
+TEST_CASE("bnxt golden: an inline write of 5 bytes") {
+  WorkRequest wr = golden_request(Opcode::kWriteInline);
+  wr.bytes = 5, wr.inline_data = golden::kInlineData;
+  CHECK(std::memcmp(post(wr).data(), golden::kInlineWrite5Wqe, 48) == 0);
+}
+
+TEST_CASE("bnxt golden: a fetch-add WQE") {
+  WorkRequest wr = golden_request(Opcode::kFetchAdd);
+  wr.width = 8, wr.operand = golden::kAddend;
+  CHECK(std::memcmp(post(wr).data(), golden::kFetchAddWqe, 48) == 0);
+}
+
+TEST_CASE("bnxt golden: SQ doorbells at and after a wrap") {
+  TestQp qp(golden::kSqWqes, 8);
+  CHECK(mori::provider::bnxt::db_hdr_value(Bnxt::sq_doorbell(qp.ep, 16)) ==
+        golden::kDoorbellAfter16);
+  CHECK(mori::provider::bnxt::db_hdr_value(Bnxt::sq_doorbell(qp.ep, 47)) ==
+        golden::kDoorbellAfter47);
+  Bnxt::ring_doorbell(qp.ep, 16, nullptr);
+  CHECK(std::memcmp(&qp.db, golden::kDoorbellAfter16Bytes, 8) == 0);
+  Bnxt::ring_doorbell(qp.ep, 21, nullptr);
+  CHECK(std::memcmp(&qp.db, golden::kDoorbellAfter21Bytes, 8) == 0);
+}
+
+TEST_CASE("bnxt golden: the MSN entry of WQE 21") {
+  TestQp qp(golden::kSqWqes, 8);
+  Bnxt::post_msn(qp.ep, golden::kMsnWqe, golden::kMsnStartPsn, golden::kMsnPackets);
+  CHECK(std::memcmp(qp.ep.sq + golden::kMsnOffset, golden::kMsnEntry21, 8) == 0);
+  // The same WQE index a table later (21 + 32) lands on the same entry, one ring later (21 + 16)
+  // on entry 37 mod 32 = 5 with the same first slot.
+  Bnxt::post_msn(qp.ep, golden::kMsnWqe + 16, golden::kMsnStartPsn, golden::kMsnPackets);
+  CHECK(std::memcmp(qp.ep.sq + 768 + 5 * 8, golden::kMsnEntry21, 8) == 0);
+}
+
+TEST_CASE("bnxt golden: poll_cq reads requester CQEs, con_indx in WQEs and, on error, in slots") {
+  {
+    TestQp qp(golden::kSqWqes, 4);
+    qp.ep.completed = 17;  // WQEs 17..21 outstanding
+    std::memcpy(qp.ep.cq, golden::kCqeSuccess21, 32);
+    const CqPoll poll = Bnxt::poll_cq(qp.ep);
+    CHECK(poll.advanced == 1);
+    CHECK(poll.error == 0);
+    CHECK(poll.completed_through == 22);
+  }
+  {
+    TestQp qp(golden::kSqWqes, 4);
+    qp.ep.completed = 40;  // WQEs 40..50: con_indx 51 mod 48
+    std::memcpy(qp.ep.cq, golden::kCqeSuccess21, 32);
+    std::memcpy(qp.ep.cq + 8, golden::kCqeSuccess50ConIndx, 4);
+    CHECK(Bnxt::poll_cq(qp.ep).completed_through == 51);
+  }
+  {
+    TestQp qp(golden::kSqWqes, 4);
+    qp.ep.completed = 18;  // WQEs 18..21 outstanding, 21 fails
+    std::memcpy(qp.ep.cq, golden::kCqeError21, 32);
+    const CqPoll poll = Bnxt::poll_cq(qp.ep);
+    CHECK(poll.error == 1);
+    CHECK(poll.status == 0x07);
+    CHECK(std::string(poll.status_text) == "remote access");
+    CHECK(poll.completed_through == 22);  // WQE 21 failed, 18..20 completed
+  }
+}
 
 // The deepest ring: 16384 WQEs, 49152 slots. An error CQE's slot index near the top of the 16 bits
 // and a success CQE's WQE count across the slot count's wrap both name the right 64-bit index, from
