@@ -2,7 +2,7 @@
 // at run time: rdma-core 44 has neither, so nothing here is linked at build time. A VendorDv
 // dlopens the family's library (vendor_dv.cpp) and resolves every function an IBGDA exporter
 // calls: create the queues on memory it registers, read back their ids, and find the doorbell
-// page. The Ionic export through them is built (verbs_export_ionic.cpp); the BNXT one is not
+// page. Both exports through them are built: verbs_export_ionic.cpp and verbs_export_bnxt.cpp
 // (docs/rdma-hardware.md).
 //
 // These are this project's own declarations of published facts: names, prototypes and the layouts
@@ -20,8 +20,9 @@
 //         the set required: IonicDvApi::Load in dv_loader.hpp; the calls: ROCm/mori
 //         src/application/transport/rdma/providers/ionic/ionic.cpp.
 // The attribute structs that create BNXT queues (bnxt_re_dv_umem_reg_attr, _cq_init_attr,
-// _qp_init_attr) are declared but not defined: their layouts differ between Broadcom's library
-// and rdma-core's header, and only the export, which fills them, may commit to one.
+// _qp_init_attr) have Broadcom's layout, from the bnxt_re_dv.h ROCm/mori carries: rdma-core's main
+// branch has no bnxt_re direct-verbs header, and the layouts of later drafts differ. A library
+// built from another layout would misread them; nothing here can detect that.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +38,7 @@ struct ibv_pd;
 struct ibv_cq;
 struct ibv_qp;
 struct ibv_qp_attr;
+struct ibv_srq;
 
 extern "C" {
 
@@ -83,9 +85,52 @@ struct bnxt_re_dv_obj {
     void* out;
   } pd;
 };
-struct bnxt_re_dv_umem_reg_attr;
-struct bnxt_re_dv_cq_init_attr;
-struct bnxt_re_dv_qp_init_attr;
+// Broadcom's layouts (bnxt_re_dv.h as ROCm/mori carries it), used by verbs_export_bnxt.cpp.
+// Registers [addr, addr + size) for the NIC; bnxt_re_dv_umem_reg returns the handle.
+struct bnxt_re_dv_umem_reg_attr {
+  void* addr;
+  size_t size;
+  uint32_t access_flags;  // IBV_ACCESS_*
+  uint64_t pgsz_bitmap;
+  uint64_t comp_mask;
+  int dmabuf_fd;  // with comp_mask BNXT_RE_DV_UMEM_FLAGS_DMABUF
+};
+// A CQ of ncqe entries on a registered umem, from cq_umem_offset.
+struct bnxt_re_dv_cq_init_attr {
+  uint64_t cq_handle;
+  void* umem_handle;
+  uint64_t cq_umem_offset;
+  uint32_t ncqe;
+};
+// A QP: the standard capabilities, then the rings on registered umems. sq_len counts the bytes of
+// the SQ's sq_slots 16-byte slots and of the sq_npsn entries of sq_psn_sz bytes (the MSN table)
+// that follow them; sq_wqe_sz is the bytes of one WQE; rq_* likewise without a table.
+struct bnxt_re_dv_qp_init_attr {
+  uint32_t qp_type;  // enum ibv_qp_type
+  uint32_t max_send_wr;
+  uint32_t max_recv_wr;
+  uint32_t max_send_sge;
+  uint32_t max_recv_sge;
+  uint32_t max_inline_data;
+  ibv_cq* send_cq;
+  ibv_cq* recv_cq;
+  ibv_srq* srq;
+  uint64_t qp_handle;
+  void* dbr_handle;  // null: the context's default doorbell region
+  void* sq_umem_handle;
+  uint64_t sq_umem_offset;
+  uint32_t sq_len;
+  uint32_t sq_slots;
+  void* rq_umem_handle;
+  uint64_t rq_umem_offset;
+  uint32_t sq_wqe_sz;
+  uint32_t sq_psn_sz;
+  uint32_t sq_npsn;
+  uint32_t rq_len;
+  uint32_t rq_slots;
+  uint32_t rq_wqe_sz;
+  uint64_t comp_mask;
+};
 
 // ---- Ionic: ionic_dv.h --------------------------------------------------------------------------
 // Filled by ionic_dv_get_ctx: the doorbell page and the queue types that select a doorbell in it.

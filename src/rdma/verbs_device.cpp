@@ -88,8 +88,7 @@ struct DeviceListDeleter {
 
 // MLX5 queue pairs are exported through mlx5dv, which works on mlx5 devices only. BNXT and Ionic
 // ones through the vendor's direct-verbs library (vendor_dv.hpp), which is loaded here: its
-// absence is the error. Ionic's export is built (verbs_export_ionic.cpp, which also checks that
-// the device is an Ionic one); BNXT's is not, so a loaded library still ends open.
+// absence is the error. The exports through them: verbs_export_ionic.cpp, verbs_export_bnxt.cpp.
 Status VerbsNetwork::check_nic(ibv_device* device, const std::string& name) {
   if (family_ == Family::kMlx5) {
     if (!mlx5dv_is_supported(device))
@@ -101,9 +100,6 @@ Status VerbsNetwork::check_nic(ibv_device* device, const std::string& name) {
   std::vector<std::string> candidates;
   if (!config_.dv_library.empty()) candidates.push_back(config_.dv_library);
   MORI_TRY(VendorDv::load(config_.nic, candidates, &dv_));
-  if (family_ == Family::kBnxt)
-    return Status::error("MORI_DEVICE_NIC=bnxt: loaded " + dv_->path() +
-                         "; exporting BNXT queue pairs through it is not built yet");
   return {};
 }
 
@@ -196,6 +192,7 @@ Status VerbsNetwork::open_device(bool* none) {
   pd_ = ibv_alloc_pd(context_);
   if (!pd_) return errno_error("ibv_alloc_pd(" + device_name_ + ")", errno);
   if (family_ == Family::kIonic) MORI_TRY(open_ionic());
+  if (family_ == Family::kBnxt) MORI_TRY(open_bnxt());
   return {};
 }
 

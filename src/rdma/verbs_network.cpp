@@ -1,6 +1,6 @@
 // VerbsNetwork: open (the agreement on devices), the heap and region registrations, the ibufs,
 // and teardown. The device and port: verbs_device.cpp. Queue pairs: verbs_qp.cpp. The exports:
-// verbs_export_mlx5.cpp, verbs_export_ionic.cpp.
+// verbs_export_mlx5.cpp, verbs_export_ionic.cpp, verbs_export_bnxt.cpp.
 #include "rdma/verbs_network.hpp"
 
 #include <infiniband/verbs.h>
@@ -133,8 +133,9 @@ Status VerbsNetwork::create_ibufs() {
                              "an ibuf", nullptr, verbs_registration_calls(), &reg));
     ibuf_mrs_.push_back(reg.mr);
     endpoints_[i].ibuf_lkey = reg.mr->lkey;
-    MORI_TRY(family_ == Family::kIonic ? export_ionic(queues_[i], device_ibuf, &endpoints_[i])
-                                       : export_mlx5(queues_[i], device_ibuf, &endpoints_[i]));
+    MORI_TRY(family_ == Family::kIonic  ? export_ionic(queues_[i], device_ibuf, &endpoints_[i])
+             : family_ == Family::kBnxt ? export_bnxt(queues_[i], device_ibuf, &endpoints_[i])
+                                        : export_mlx5(queues_[i], device_ibuf, &endpoints_[i]));
   }
   return {};
 }
@@ -197,6 +198,9 @@ VerbsNetwork::~VerbsNetwork() {
       config_.unmap_from_device(it->host, it->mmio);
   // A QP before its CQ (a CQ with a QP attached cannot be destroyed), MRs before the PD, the PD
   // before the device. Failures here have nowhere to go; the device's close reclaims the rest.
+  if (family_ == Family::kBnxt) {
+    for (Queue& q : queues_) destroy_bnxt_queue(&q);
+  }
   for (Queue& q : queues_)
     if (q.qp) ibv_destroy_qp(q.qp);
   for (Queue& q : queues_)

@@ -19,10 +19,11 @@
 //   ionic  through AMD's ionic direct verbs, loaded at run time (vendor_dv.hpp), on queues that
 //          plain verbs create with the SQ kept out of the controller memory bar
 //          (verbs_export_ionic.cpp; mori/provider/ionic.hpp);
-//   bnxt   not built: open loads Broadcom's library (vendor_dv.hpp) and fails, naming what is
-//          missing or saying that the export through it is not built yet.
+//   bnxt   through Broadcom's bnxt_re direct verbs, loaded at run time (vendor_dv.hpp), on
+//          queues it creates on memory registered as umems (verbs_export_bnxt.cpp;
+//          mori/provider/bnxt.hpp).
 // Nothing here has run against a NIC. Tests: the no-device path over the real libibverbs, and open
-// (with the MLX5 and Ionic exports), register_region and teardown over the verbs double
+// (with the MLX5, Ionic and BNXT exports), register_region and teardown over the verbs double
 // (tests/verbs_double/), which refuses what the kernel and the vendor's library refuse.
 #pragma once
 
@@ -61,6 +62,16 @@ inline constexpr uint32_t kMlx5MaxInlineData = 28;
 inline constexpr uint32_t kIonicMaxInlineData = 32;
 inline constexpr uint32_t kIonicWqeBytes = 64;
 inline constexpr uint32_t kIonicCqeBytes = 32;
+// The BNXT provider's geometry (provider::Bnxt::kWqeSlots, kWqeBytes / kWqeSlots,
+// kMaxInlineBytes, kCqeBytes, kMaxSqWqes), copied and checked likewise: every WQE takes a fixed 3
+// slots of 16 bytes (ROCm/mori bnxt.cpp, BNXT_RE_NUM_SLOT_PER_WQE), max_inline_data 16, 32-byte
+// CQEs, and the provider indexes at most 16384 WQEs.
+inline constexpr uint32_t kBnxtWqeSlots = 3;
+inline constexpr uint32_t kBnxtSlotBytes = 16;
+inline constexpr uint32_t kBnxtMaxInlineData = 16;
+inline constexpr uint32_t kBnxtCqeBytes = 32;
+inline constexpr uint32_t kBnxtMaxSqWqes = 16384;
+inline constexpr uint32_t kBnxtPsnBytes = 8;  // an MSN table entry (sq_psn_sz)
 
 // Makes `bytes` of host memory at `host` readable and writable by the device and returns the
 // device's address for it. `mmio` marks a device register (the doorbell, in a UAR page) rather
@@ -153,6 +164,18 @@ class VerbsNetwork {
     ibv_cq* cq = nullptr;
     ibv_qp* qp = nullptr;
     uint32_t psn = 0;  // our initial send PSN, 24 bits; a BNXT export seeds provider_state with it
+    uint32_t path_mtu_bytes = 0;  // the path MTU set at RTR (BNXT: provider_word[0])
+    // BNXT: the queues' memory (page-aligned, zeroed) and its umem handles, made by
+    // create_bnxt_queue and freed by destroy_bnxt_queue; sq_wqes WQEs in sq_mem.
+    void* cq_mem = nullptr;
+    void* cq_umem = nullptr;
+    size_t cq_bytes = 0;
+    uint32_t cq_entries = 0;
+    void* sq_mem = nullptr;
+    void* sq_umem = nullptr;
+    size_t sq_bytes = 0;
+    void* rq_mem = nullptr;
+    void* rq_umem = nullptr;
   };
   struct Mapping {
     void* host;
@@ -172,6 +195,11 @@ class VerbsNetwork {
   Status create_ibufs();
   // verbs_qp.cpp
   Status create_queues();
+  Status create_verbs_queue(Queue* queue, const std::string& what);
+  // The name of the call modify_qp makes, for errors.
+  std::string modify_call() const {
+    return family_ == Family::kBnxt ? "bnxt_re_dv_modify_qp" : "ibv_modify_qp";
+  }
   Status connect_queues();
   // verbs_export_mlx5.cpp
   Status export_mlx5(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
@@ -179,6 +207,14 @@ class VerbsNetwork {
   // device is open; then the export of each queue pair.
   Status open_ionic();
   Status export_ionic(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
+  // verbs_export_bnxt.cpp: the context's doorbell page; each queue pair's CQ and QP on umems, its
+  // transitions, its export, and its teardown.
+  Status open_bnxt();
+  Status create_bnxt_queue(Queue* queue, const std::string& what);
+  void destroy_bnxt_queue(Queue* queue);
+  Status export_bnxt(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
+  // ibv_modify_qp, or bnxt_re_dv_modify_qp for BNXT queue pairs; 0 or an errno.
+  int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask);
   Status map(void* host, size_t bytes, bool mmio, void** device);
 
   VerbsConfig config_;
@@ -186,6 +222,7 @@ class VerbsNetwork {
   Family family_ = Family::kMlx5;
   std::unique_ptr<VendorDv> dv_;  // BNXT and Ionic: the vendor's direct verbs, kept loaded
   ionic_dv_ctx ionic_ctx_{};      // Ionic: the doorbell page and queue types (ionic_dv_get_ctx)
+  bnxt_re_dv_db_region_attr bnxt_db_{};  // BNXT: the default doorbell page (dbr)
   ibv_context* context_ = nullptr;
   ibv_pd* pd_ = nullptr;
   ibv_mr* heap_mr_ = nullptr;

@@ -1,6 +1,7 @@
 // VerbsNetwork's queue pairs: one CQ and one RC QP per (peer PE with RDMA, QP index), exchanged
 // through the bootstrap and moved RESET -> INIT -> RTR -> RTS (the sequence and attribute masks
 // of ibv_modify_qp(3); the address vector as in rdma-core's libibverbs/examples/rc_pingpong.c).
+// BNXT queues are created and moved through Broadcom's direct verbs (verbs_export_bnxt.cpp).
 #include <infiniband/verbs.h>
 
 #include <algorithm>
@@ -66,17 +67,11 @@ Status VerbsNetwork::create_queues() {
     for (int q = 0; q < nq; ++q) {
       Queue& queue = queues_[static_cast<size_t>(pe) * nq + q];
       const std::string what = " for PE " + std::to_string(pe) + " QP " + std::to_string(q);
-      // Every WQE is signalled (transport/rdma_engine.hpp), so a ring CQ needs sq_wqes entries.
-      queue.cq = ibv_create_cq(context_, static_cast<int>(config_.sq_wqes), nullptr, nullptr, 0);
-      if (!queue.cq) return verbs_error("ibv_create_cq" + what, errno);
-      ibv_qp_init_attr init{};
-      init.send_cq = queue.cq;
-      init.recv_cq = queue.cq;
-      init.qp_type = IBV_QPT_RC;
-      init.sq_sig_all = 0;
-      init.cap = send_caps(family_, config_.sq_wqes);
-      queue.qp = ibv_create_qp(pd_, &init);
-      if (!queue.qp) return verbs_error("ibv_create_qp" + what, errno);
+      if (family_ == Family::kBnxt) {
+        MORI_TRY(create_bnxt_queue(&queue, what));
+      } else {
+        MORI_TRY(create_verbs_queue(&queue, what));
+      }
       queue.psn = rng() & 0xffffff;
 
       ibv_qp_attr attr{};
@@ -85,12 +80,27 @@ Status VerbsNetwork::create_queues() {
       attr.port_num = static_cast<uint8_t>(port_);
       attr.qp_access_flags =
           IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-      if (int rc =
-              ibv_modify_qp(queue.qp, &attr,
-                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-        return verbs_error("ibv_modify_qp(INIT)" + what, rc);
+      if (int rc = modify_qp(queue.qp, &attr,
+                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+        return verbs_error(modify_call() + "(INIT)" + what, rc);
     }
   }
+  return {};
+}
+
+// MLX5 and Ionic: a CQ and a QP that the library allocates.
+Status VerbsNetwork::create_verbs_queue(Queue* queue, const std::string& what) {
+  // Every WQE is signalled (transport/rdma_engine.hpp), so a ring CQ needs sq_wqes entries.
+  queue->cq = ibv_create_cq(context_, static_cast<int>(config_.sq_wqes), nullptr, nullptr, 0);
+  if (!queue->cq) return verbs_error("ibv_create_cq" + what, errno);
+  ibv_qp_init_attr init{};
+  init.send_cq = queue->cq;
+  init.recv_cq = queue->cq;
+  init.qp_type = IBV_QPT_RC;
+  init.sq_sig_all = 0;
+  init.cap = send_caps(family_, config_.sq_wqes);
+  queue->qp = ibv_create_qp(pd_, &init);
+  if (!queue->qp) return verbs_error("ibv_create_qp" + what, errno);
   return {};
 }
 
@@ -144,11 +154,10 @@ Status VerbsNetwork::connect_queues() {
       attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index_);
       attr.ah_attr.grh.hop_limit = 255;
     }
-    if (int rc =
-            ibv_modify_qp(queues_[i].qp, &attr,
-                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
-      local = verbs_error("ibv_modify_qp(RTR)" + what, rc);
+    if (int rc = modify_qp(queues_[i].qp, &attr,
+                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                               IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+      local = verbs_error(modify_call() + "(RTR)" + what, rc);
       break;
     }
     attr = ibv_qp_attr{};
@@ -158,10 +167,11 @@ Status VerbsNetwork::connect_queues() {
     attr.rnr_retry = kRnrRetry;
     attr.sq_psn = queues_[i].psn;
     attr.max_rd_atomic = static_cast<uint8_t>(max_rd_atomic_);
-    if (int rc = ibv_modify_qp(queues_[i].qp, &attr,
-                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-      local = verbs_error("ibv_modify_qp(RTS)" + what, rc);
+    queues_[i].path_mtu_bytes = 128u << attr.path_mtu;  // IBV_MTU_256 = 1
+    if (int rc = modify_qp(queues_[i].qp, &attr,
+                           IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                               IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+      local = verbs_error(modify_call() + "(RTS)" + what, rc);
   }
   return agree(local, "connecting queue pairs");
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "mori/provider/bnxt.hpp"
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
 #include "rdma/device_filter.hpp"
@@ -23,6 +24,24 @@ static_assert(rdma::kIonicMaxInlineData == mori::provider::Ionic::kMaxInlineByte
                   rdma::kIonicWqeBytes == mori::provider::Ionic::kWqeBytes &&
                   rdma::kIonicCqeBytes == mori::provider::Ionic::kCqeBytes,
               "Ionic QPs must be created, and exported, for the provider's entry sizes");
+
+// BNXT: the export's copies of the variable-WQE-mode provider's geometry. TO ENABLE AT MERGE: the
+// provider on main is still in static mode (no kWqeSlots, no kMaxSqWqes), so this checks only
+// once the provider has kWqeSlots; the values are the layers branch's (kWqeSlots 3, kWqeBytes 48,
+// kMaxInlineBytes 16, kCqeBytes 32, kMaxSqWqes 16384).
+template <typename B>
+constexpr bool bnxt_geometry_matches() {
+  if constexpr (requires { B::kWqeSlots; }) {
+    return rdma::kBnxtWqeSlots == B::kWqeSlots &&
+           rdma::kBnxtWqeSlots * rdma::kBnxtSlotBytes == B::kWqeBytes &&
+           rdma::kBnxtMaxInlineData == B::kMaxInlineBytes && rdma::kBnxtCqeBytes == B::kCqeBytes &&
+           rdma::kBnxtMaxSqWqes == B::kMaxSqWqes;
+  } else {
+    return rdma::kBnxtCqeBytes == B::kCqeBytes;  // the one constant static mode shares
+  }
+}
+static_assert(bnxt_geometry_matches<mori::provider::Bnxt>(),
+              "BNXT QPs must be created, and exported, for the provider's geometry");
 
 namespace {
 
