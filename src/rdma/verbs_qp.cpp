@@ -142,6 +142,7 @@ Status VerbsNetwork::connect_queues() {
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_RTR;
     attr.path_mtu = static_cast<ibv_mtu>(std::min<int>(mtu_, peer.mtu));
+    queues_[i].path_mtu_bytes = 128u << attr.path_mtu;  // IBV_MTU_256 = 1, ... IBV_MTU_4096 = 5
     attr.dest_qp_num = peer.qpn;
     attr.rq_psn = peer.psn;
     attr.max_dest_rd_atomic = static_cast<uint8_t>(max_dest_rd_atomic_);
@@ -167,7 +168,6 @@ Status VerbsNetwork::connect_queues() {
     attr.rnr_retry = kRnrRetry;
     attr.sq_psn = queues_[i].psn;
     attr.max_rd_atomic = static_cast<uint8_t>(max_rd_atomic_);
-    queues_[i].path_mtu_bytes = 128u << attr.path_mtu;  // IBV_MTU_256 = 1
     if (int rc = modify_qp(queues_[i].qp, &attr,
                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))

@@ -84,6 +84,16 @@ struct Mr {
   int access = 0;     // ibv_access_flags
 };
 
+// BNXT: memory registered with bnxt_re_dv_umem_reg (the handle is its address), and how many
+// queues are built on it.
+struct Umem {
+  Context* context = nullptr;
+  uint8_t* addr = nullptr;
+  size_t size = 0;
+  int access = 0;
+  int users = 0;
+};
+
 struct Cq {
   ibv_cq cq{};
   Context* context = nullptr;
@@ -95,6 +105,7 @@ struct Cq {
   // Ionic: a ring per pipeline in udma_mask, indexed by pipeline (ionic_create_cq_ex).
   uint8_t udma_mask = 0;
   std::vector<IonicRing> rings;
+  Umem* umem = nullptr;  // BNXT: the ring's memory, entries 32-byte CQEs from its start
 };
 
 struct Qp {
@@ -111,6 +122,10 @@ struct Qp {
   // ibv_qp::qp_num, as the kernel's ionic_create_qp sets it).
   uint8_t udma_idx = 0, sq_cmb = 0, rq_cmb = 0;
   IonicRing isq, irq;
+  // BNXT: the rings' umems and the geometry bnxt_re_dv_create_qp was given.
+  Umem* sq_umem = nullptr;
+  Umem* rq_umem = nullptr;
+  uint32_t sq_slots = 0, sq_npsn = 0, sq_psn_sz = 0, sq_wqe_sz = 0;
 };
 
 // Objects by the address of the ibv_* struct inside them.
@@ -126,6 +141,7 @@ struct Fabric {
   Table<Mr> mrs;
   Table<Cq> cqs;
   Table<Qp> qps;
+  Table<Umem> umems;
   uint32_t next_qpn = 0x100, next_cqn = 0x40, next_key = 0x1000, next_handle = 1;
   std::vector<std::string> refusals;
   std::vector<QpRecord> history;
@@ -184,6 +200,16 @@ bool nic_endpoint_ionic(const Qp& qp, mori::state::RdmaEndpoint* out, std::strin
 void memory_changed(Fabric& f);
 // Whether a software NIC serves `qp` now (it may not be destroyed then).
 bool served(const Fabric& f, const Qp& qp);
+
+// queues.cpp, shared by the ibv_* calls and BNXT's direct verbs: file a new RC QP (its pd,
+// send_cq and recv_cq set) with its record; modify one under the kernel's rules; destroy one, or
+// a CQ, as the kernel allows. `call` starts each refusal's reason.
+ibv_qp* file_qp(Fabric& f, std::unique_ptr<Qp> q, void* qp_context);
+int modify_qp_locked(Fabric& f, Qp& q, const ibv_qp_attr& attr, int mask, const std::string& call);
+int destroy_qp_locked(Fabric& f, Qp& q, const std::string& call);
+int destroy_cq_locked(Fabric& f, Cq& c, const std::string& call);
+// The same of a BNXT QP (bnxt_dv.cpp).
+bool nic_endpoint_bnxt(const Qp& qp, mori::state::RdmaEndpoint* out, std::string* why);
 
 // qp_rules.cpp: "" when the kernel lets an RC QP go from `cur` to `next` with `mask`, else why not
 // ("missing required attribute IBV_QP_RQ_PSN").

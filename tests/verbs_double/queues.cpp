@@ -97,6 +97,78 @@ void apply(Qp& q, QpRecord& r, const ibv_qp_attr& a, int mask, ibv_qp_state cur,
 
 }  // namespace
 
+namespace verbs_double::internal {
+
+ibv_qp* file_qp(Fabric& f, std::unique_ptr<Qp> q, void* qp_context) {
+  Pd* p = q->pd;
+  Cq* send = q->send_cq;
+  Cq* recv = q->recv_cq;
+  q->qp.context = &p->context->ctx;
+  q->qp.qp_context = qp_context;
+  q->qp.pd = &p->pd;
+  q->qp.send_cq = &send->cq;
+  q->qp.recv_cq = &recv->cq;
+  q->qp.handle = f.next_handle++;
+  q->qp.qp_num = f.next_qpn++;
+  q->qp.state = IBV_QPS_RESET;
+  q->qp.qp_type = IBV_QPT_RC;
+  ++p->qps;
+  ++send->qps;
+  if (recv != send) ++recv->qps;
+  QpRecord r;
+  r.device = p->context->device->spec.name;
+  r.qpn = q->qp.qp_num;
+  r.cq_entries = send->entries;
+  if (p->context->ionic()) {
+    r.cq_entries = send->rings[q->udma_idx].depth();
+    r.udma_idx = q->udma_idx;
+    r.sq_in_cmb = q->sq_cmb & kIonicCmbEnable;
+  }
+  q->record = f.history.size();
+  f.history.push_back(r);
+  return keep(f.qps, std::move(q), &Qp::qp);
+}
+
+int modify_qp_locked(Fabric& f, Qp& q, const ibv_qp_attr& attr, int mask, const std::string& call) {
+  const ibv_qp_state cur = mask & IBV_QP_CUR_STATE ? attr.cur_qp_state : q.qp.state;
+  const ibv_qp_state next = mask & IBV_QP_STATE ? attr.qp_state : cur;
+  const std::string where = call + " " + state_name(cur) + "->" + state_name(next) + ": ";
+  if (cur > IBV_QPS_ERR || next > IBV_QPS_ERR) return refuse(f, EINVAL, where + "unknown state");
+  std::string why = check_rc_transition(cur, next, mask);
+  if (why.empty()) why = check_values(q, attr, mask);
+  if (!why.empty()) return refuse(f, EINVAL, where + why);
+  apply(q, f.history[q.record], attr, mask, cur, next);
+  return 0;
+}
+
+int destroy_qp_locked(Fabric& f, Qp& q, const std::string& call) {
+  if (served(f, q))
+    return refuse(f, EBUSY,
+                  call + ": a software NIC still serves QP " + std::to_string(q.qp.qp_num) +
+                      " (destroy the NicBacking first)");
+  --q.pd->qps;
+  --q.send_cq->qps;
+  if (q.recv_cq != q.send_cq) --q.recv_cq->qps;
+  if (q.sq_umem) --q.sq_umem->users;
+  if (q.rq_umem) --q.rq_umem->users;
+  f.history[q.record].destroyed = true;
+  f.qps.erase(&q.qp);
+  return 0;
+}
+
+// A CQ that a QP still uses cannot be destroyed (ib_destroy_cq_user: usecnt, EBUSY).
+int destroy_cq_locked(Fabric& f, Cq& c, const std::string& call) {
+  if (c.qps)
+    return refuse(f, EBUSY,
+                  call + ": CQ " + std::to_string(c.cqn) + " still has " + std::to_string(c.qps) +
+                      " QP(s) attached; destroy them first");
+  if (c.umem) --c.umem->users;
+  f.cqs.erase(&c.cq);
+  return 0;
+}
+
+}  // namespace verbs_double::internal
+
 extern "C" {
 
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
@@ -138,18 +210,12 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
   return keep(f.cqs, std::move(cq), &Cq::cq);
 }
 
-// A CQ that a QP still uses cannot be destroyed (ib_destroy_cq_user: usecnt, EBUSY).
 int ibv_destroy_cq(ibv_cq* cq) {
   Fabric& f = fabric();
   std::lock_guard<std::mutex> lock(f.mutex);
   Cq* c = find(f.cqs, cq);
   if (!c) return refuse(f, EINVAL, "destroy_cq: not a CQ of the fabric");
-  if (c->qps)
-    return refuse(f, EBUSY,
-                  "destroy_cq: CQ " + std::to_string(c->cqn) + " still has " +
-                      std::to_string(c->qps) + " QP(s) attached; destroy them first");
-  f.cqs.erase(cq);
-  return 0;
+  return destroy_cq_locked(f, *c, "destroy_cq");
 }
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
@@ -185,30 +251,7 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
     q->wqe_cnt = sq_wqebbs(cap);
     q->sq.assign(size_t{q->wqe_cnt} * 64, 0);
   }
-  q->qp.context = pd->context;
-  q->qp.qp_context = init->qp_context;
-  q->qp.pd = pd;
-  q->qp.send_cq = init->send_cq;
-  q->qp.recv_cq = init->recv_cq;
-  q->qp.handle = f.next_handle++;
-  q->qp.qp_num = f.next_qpn++;
-  q->qp.state = IBV_QPS_RESET;
-  q->qp.qp_type = IBV_QPT_RC;
-  ++p->qps;
-  ++send->qps;
-  if (recv != send) ++recv->qps;
-  QpRecord r;
-  r.device = s.name;
-  r.qpn = q->qp.qp_num;
-  r.cq_entries = send->entries;
-  if (p->context->ionic()) {
-    r.cq_entries = send->rings[q->udma_idx].depth();
-    r.udma_idx = q->udma_idx;
-    r.sq_in_cmb = q->sq_cmb & kIonicCmbEnable;
-  }
-  q->record = f.history.size();
-  f.history.push_back(r);
-  return keep(f.qps, std::move(q), &Qp::qp);
+  return file_qp(f, std::move(q), init->qp_context);
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
@@ -216,16 +259,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   std::lock_guard<std::mutex> lock(f.mutex);
   Qp* q = find(f.qps, qp);
   if (!q) return refuse(f, EINVAL, "modify_qp: not a QP of the fabric");
-  const ibv_qp_state cur = mask & IBV_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
-  const ibv_qp_state next = mask & IBV_QP_STATE ? attr->qp_state : cur;
-  const std::string where =
-      std::string("modify_qp ") + state_name(cur) + "->" + state_name(next) + ": ";
-  if (cur > IBV_QPS_ERR || next > IBV_QPS_ERR) return refuse(f, EINVAL, where + "unknown state");
-  std::string why = check_rc_transition(cur, next, mask);
-  if (why.empty()) why = check_values(*q, *attr, mask);
-  if (!why.empty()) return refuse(f, EINVAL, where + why);
-  apply(*q, f.history[q->record], *attr, mask, cur, next);
-  return 0;
+  return modify_qp_locked(f, *q, *attr, mask, "modify_qp");
 }
 
 int ibv_destroy_qp(ibv_qp* qp) {
@@ -233,16 +267,7 @@ int ibv_destroy_qp(ibv_qp* qp) {
   std::lock_guard<std::mutex> lock(f.mutex);
   Qp* q = find(f.qps, qp);
   if (!q) return refuse(f, EINVAL, "destroy_qp: not a QP of the fabric");
-  if (served(f, *q))
-    return refuse(f, EBUSY,
-                  "destroy_qp: a software NIC still serves QP " + std::to_string(qp->qp_num) +
-                      " (destroy the NicBacking first)");
-  --q->pd->qps;
-  --q->send_cq->qps;
-  if (q->recv_cq != q->send_cq) --q->recv_cq->qps;
-  f.history[q->record].destroyed = true;
-  f.qps.erase(qp);
-  return 0;
+  return destroy_qp_locked(f, *q, "destroy_qp");
 }
 
 }  // extern "C"

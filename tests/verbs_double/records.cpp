@@ -82,6 +82,12 @@ DeviceSpec roce_mlx5(const std::string& name, uint8_t host) {
   return d;
 }
 
+DeviceSpec roce_bnxt(const std::string& name, uint8_t host) {
+  DeviceSpec d = roce_mlx5(name, host);
+  d.family = Family::kBnxt;
+  return d;
+}
+
 DeviceSpec roce_ionic(const std::string& name, uint8_t host) {
   DeviceSpec d = roce_mlx5(name, host);
   d.family = Family::kIonic;
@@ -97,6 +103,7 @@ void reset(std::vector<DeviceSpec> devices) {
   std::lock_guard<std::mutex> lock(f.mutex);
   f.qps.clear();
   f.cqs.clear();
+  f.umems.clear();
   f.mrs.clear();
   f.pds.clear();
   f.contexts.clear();
@@ -133,6 +140,7 @@ Live live() {
   l.mrs = static_cast<int>(f.mrs.size());
   l.cqs = static_cast<int>(f.cqs.size());
   l.qps = static_cast<int>(f.qps.size());
+  l.umems = static_cast<int>(f.umems.size());
   return l;
 }
 

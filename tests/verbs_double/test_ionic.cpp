@@ -35,14 +35,7 @@ vd::TwoPes ionic_pes(int qps_per_pe) {
   how.qps_per_pe = qps_per_pe;
   how.sq_wqes = kSqWqes;
   // While the QPs are alive: what the NIC itself sees of each of this PE's QPs, in creation order.
-  how.while_open = [](int, rdma::VerbsNetwork& net, vd::PeOutcome& o) {
-    for (const vd::QpRecord& r : vd::records_of(net.device_name())) {
-      RdmaEndpoint nic{};
-      std::string why;
-      if (!vd::nic_endpoint_ionic(r.qpn, &nic, &why)) o.nic_view_error += why + "\n";
-      o.nic_view.push_back(nic);
-    }
-  };
+  how.while_open = vd::record_nic_view(vd::nic_endpoint_ionic);
   return how;
 }
 

@@ -92,6 +92,17 @@ std::string all_refusals() {
   return out;
 }
 
+std::function<void(int, mori::rdma::VerbsNetwork&, PeOutcome&)> record_nic_view(NicView view) {
+  return [view](int, mori::rdma::VerbsNetwork& net, PeOutcome& o) {
+    for (const QpRecord& r : records_of(net.device_name())) {
+      mori::state::RdmaEndpoint nic{};
+      std::string why;
+      if (!view(r.qpn, &nic, &why)) o.nic_view_error += why + "\n";
+      o.nic_view.push_back(nic);
+    }
+  };
+}
+
 void check_nothing_alive() {
   const Live l = live();
   CHECK(l.device_lists == 0);
@@ -100,6 +111,7 @@ void check_nothing_alive() {
   CHECK(l.mrs == 0);
   CHECK(l.cqs == 0);
   CHECK(l.qps == 0);
+  CHECK(l.umems == 0);
 }
 
 }  // namespace verbs_double

@@ -34,6 +34,12 @@ struct TwoPes {
   std::function<void(int rank, mori::rdma::VerbsNetwork& net, PeOutcome& out)> while_open;
 };
 
+// A while_open that fills PeOutcome::nic_view with `view` (nic_endpoint_ionic, _bnxt) of each of
+// this PE's QPs, in creation order, and nic_view_error with the reasons it gives.
+using NicView = bool (*)(uint32_t qpn, mori::state::RdmaEndpoint* out, std::string* why);
+std::function<void(int rank, mori::rdma::VerbsNetwork& net, PeOutcome& out)> record_nic_view(
+    NicView view);
+
 // Both PEs call VerbsNetwork::open at once, reaching each other over RDMA (ibuf_slots 16).
 std::vector<PeOutcome> open_two_pes(const TwoPes& how);
 

@@ -9,15 +9,17 @@
 // What it models: devices of three families (MLX5, BNXT, Ionic) and their ports and GID tables,
 // PDs, MRs, CQs and RC QPs with the kernel's modify_qp state table (qp_rules.cpp), the rings each
 // family's rdma-core provider would make (queues.cpp, ionic.cpp), the mlx5dv_init_obj export of
-// MLX5 QPs and CQs, and the ionic direct verbs (ionic_dv.cpp) over Ionic ones. Traffic:
+// MLX5 QPs and CQs, the ionic direct verbs (ionic_dv.cpp) over Ionic ones, and Broadcom's
+// bnxt_re direct verbs (bnxt_dv.cpp) over BNXT ones. Traffic:
 // NicBacking starts software NICs (mori::softnic, the host backend's) that execute the work
-// requests posted to the QPs in RTS, with what the double knows of each QP and MR. Not modelled:
-// BNXT's direct verbs, completion channels, SRQs, receive queues, parent domains, other QP types.
+// requests posted to the QPs in RTS, with what the double knows of each QP and MR (not yet on
+// BNXT devices: NicBacking refuses them). Not modelled: completion channels, SRQs, receive queues, parent domains, other QP types.
 //
-// Two shared libraries, so that one fabric serves both the executable and what it dlopens:
-// libmori_verbs_double.so (everything but the ionic direct verbs; the test executable links it)
-// and libmori_verbs_double_ionic.so (the ionic_dv_* functions, which VendorDv loads by path, as it
-// loads AMD's libionic; it links the first). fabric_address() tells them apart from copies.
+// Three shared libraries, so that one fabric serves both the executable and what it dlopens:
+// libmori_verbs_double.so (everything but the direct verbs; the test executable links it),
+// libmori_verbs_double_ionic.so (the ionic_dv_* functions, which VendorDv loads by path, as it
+// loads AMD's libionic) and libmori_verbs_double_bnxt.so (the bnxt_re_dv_* functions, likewise);
+// both link the first. fabric_address() tells them apart from copies.
 //
 // Thread-safe: one lock guards the whole fabric, so PEs run as threads may call it at once.
 #pragma once
@@ -40,8 +42,9 @@ struct GidSpec {
 };
 
 // Which provider a device belongs to: mlx5dv works on MLX5 devices' objects only, the ionic
-// direct verbs on Ionic ones', and each family's CQs and QPs get that provider's rings. BNXT
-// devices have no direct verbs here and get MLX5-sized rings.
+// direct verbs on Ionic ones', bnxt_re's on BNXT ones', and each family's CQs and QPs get that
+// provider's rings. BNXT queues made by ibv_create_cq/_qp (not by the direct verbs) get
+// MLX5-sized rings.
 enum class Family { kMlx5, kBnxt, kIonic };
 
 // What an Ionic device tells rdma-core's ionic provider when a context opens (the kernel's
@@ -83,6 +86,9 @@ DeviceSpec roce_mlx5(const std::string& name, uint8_t host);
 // defaults, and the limits of rdma-core's ionic provider (a ring of at most 0xffff entries:
 // max_qp_wr 65535, max_cqe 65535 - IONIC_CQ_GRACE).
 DeviceSpec roce_ionic(const std::string& name, uint8_t host);
+// The same port and GID table on a BNXT (Thor2) device, whose queues Broadcom's direct verbs
+// create on registered umems (bnxt_dv.cpp).
+DeviceSpec roce_bnxt(const std::string& name, uint8_t host);
 
 // Replaces the fabric's devices and forgets every object, record and refusal.
 void reset(std::vector<DeviceSpec> devices);
@@ -90,6 +96,7 @@ void reset(std::vector<DeviceSpec> devices);
 // The objects alive now.
 struct Live {
   int device_lists = 0, contexts = 0, pds = 0, mrs = 0, cqs = 0, qps = 0;
+  int umems = 0;  // BNXT: bnxt_re_dv_umem_reg's registrations
 };
 Live live();
 
@@ -145,6 +152,11 @@ std::string mask_names(int mask);
 // every write; a NIC that polls the word sees only the last value, so one serving several QPs of a
 // context can miss a doorbell that another QP's overwrote: traffic wants one QP per context.
 bool nic_endpoint_ionic(uint32_t qpn, mori::state::RdmaEndpoint* out, std::string* why);
+// The same of a BNXT QP made by bnxt_re_dv_create_qp: sq = its SQ umem (3 * sq_wqes slots, then
+// the MSN table), sq_wqes = sq_slots / 3, db = cq_dbr = its context's doorbell page word, cq =
+// its CQ's umem, cq_entries, qpn, cqn, provider_word[0] = the path MTU in bytes of its RTR
+// transition, provider_state = its sq_psn.
+bool nic_endpoint_bnxt(uint32_t qpn, mori::state::RdmaEndpoint* out, std::string* why);
 
 // The address of the one fabric, as this library sees it: libmori_verbs_double_ionic.so exports
 // verbs_double_ionic_fabric_address(), which must return the same.
