@@ -88,7 +88,11 @@ mori::Status NicBacking::start(std::unique_ptr<NicBacking>* out) {
       const std::string name = "QP " + std::to_string(q->qp.qp_num) + " of " + r.device;
       const sn::Codec* codec = codec_of(f.devices[d]->spec);
       if (!codec)
-        return mori::Status::error("verbs double: no software NIC models " + name + "'s device");
+        return mori::Status::error(
+            "verbs double: no software NIC models " + name + "'s device" +
+            (f.devices[d]->spec.family == Family::kBnxt
+                 ? std::string(" (BNXT: not until the software NIC speaks variable WQE mode)")
+                 : std::string()));
       const Qp* peer = qp_by_number(f, r.dest_qpn);
       if (!peer)
         return mori::Status::error("verbs double: " + name + "'s peer QP " +
