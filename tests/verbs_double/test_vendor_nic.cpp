@@ -78,6 +78,11 @@ TEST_CASE("vendor nic: each family refuses another family's device") {
         "MORI_DEVICE_NIC=ionic");
   CHECK(vd::last_refusal() == "ionic_dv_get_ctx: mlx5_0 is not an ionic device");
   vd::check_nothing_alive();
+  vd::reset({vd::roce_mlx5("mlx5_0", 1)});
+  CHECK(open_error("bnxt", MORI_VERBS_DOUBLE_BNXT) ==
+        "rdma: bnxt_re_dv_get_default_db_region for mlx5_0 failed: Operation not supported");
+  CHECK(vd::last_refusal() == "bnxt_re_dv_get_default_db_region: mlx5_0 is not a bnxt_re device");
+  vd::check_nothing_alive();
   vd::reset({vd::roce_ionic("ionic_0", 1)});
   CHECK(open_error("mlx5", "") ==
         "rdma: ionic_0 is not an mlx5 device: only MLX5 queue pairs can be exported to the GPU");
