@@ -25,22 +25,14 @@ static_assert(rdma::kIonicMaxInlineData == mori::provider::Ionic::kMaxInlineByte
                   rdma::kIonicCqeBytes == mori::provider::Ionic::kCqeBytes,
               "Ionic QPs must be created, and exported, for the provider's entry sizes");
 
-// BNXT: the export's copies of the variable-WQE-mode provider's geometry. TO ENABLE AT MERGE: the
-// provider on main is still in static mode (no kWqeSlots, no kMaxSqWqes), so this checks only
-// once the provider has kWqeSlots; the values are the layers branch's (kWqeSlots 3, kWqeBytes 48,
-// kMaxInlineBytes 16, kCqeBytes 32, kMaxSqWqes 16384).
-template <typename B>
-constexpr bool bnxt_geometry_matches() {
-  if constexpr (requires { B::kWqeSlots; }) {
-    return rdma::kBnxtWqeSlots == B::kWqeSlots &&
-           rdma::kBnxtWqeSlots * rdma::kBnxtSlotBytes == B::kWqeBytes &&
-           rdma::kBnxtMaxInlineData == B::kMaxInlineBytes && rdma::kBnxtCqeBytes == B::kCqeBytes &&
-           rdma::kBnxtMaxSqWqes == B::kMaxSqWqes;
-  } else {
-    return rdma::kBnxtCqeBytes == B::kCqeBytes;  // the one constant static mode shares
-  }
-}
-static_assert(bnxt_geometry_matches<mori::provider::Bnxt>(),
+// BNXT: the export's copies of the variable-WQE-mode provider's geometry (3 slots of 16 bytes per
+// WQE, 16 inline bytes, 32-byte CQEs, at most 16384 WQEs).
+using Bnxt = mori::provider::Bnxt;
+static_assert(rdma::kBnxtWqeSlots == Bnxt::kWqeSlots &&
+                  rdma::kBnxtWqeSlots * rdma::kBnxtSlotBytes == Bnxt::kWqeBytes &&
+                  rdma::kBnxtMaxInlineData == Bnxt::kMaxInlineBytes &&
+                  rdma::kBnxtCqeBytes == Bnxt::kCqeBytes &&
+                  rdma::kBnxtMaxSqWqes == Bnxt::kMaxSqWqes,
               "BNXT QPs must be created, and exported, for the provider's geometry");
 
 namespace {

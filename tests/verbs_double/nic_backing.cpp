@@ -91,7 +91,8 @@ mori::Status NicBacking::start(std::unique_ptr<NicBacking>* out) {
         return mori::Status::error(
             "verbs double: no software NIC models " + name + "'s device" +
             (f.devices[d]->spec.family == Family::kBnxt
-                 ? std::string(" (BNXT: not until the software NIC speaks variable WQE mode)")
+                 ? std::string(" (BNXT: its SQ and CQ doorbells share one word, which a polling "
+                               "software NIC cannot keep apart)")
                  : std::string()));
       const Qp* peer = qp_by_number(f, r.dest_qpn);
       if (!peer)
