@@ -62,12 +62,14 @@ sn::MemoryTable memory_of(const Fabric& f, int d) {
 
 const sn::Codec* codec_of(const DeviceSpec& spec) {
   if (spec.family == Family::kIonic) return &sn::ionic_codec();
+  if (spec.family == Family::kBnxt) return &sn::bnxt_codec();
   return spec.family == Family::kMlx5 ? &sn::mlx5_codec() : nullptr;
 }
 
 // The NIC's view of `qp`, per family (nic_endpoint_mlx5, nic_endpoint_ionic).
 bool nic_endpoint(Qp& qp, mori::state::RdmaEndpoint* out, std::string* why) {
   if (qp.context->device->spec.family == Family::kIonic) return nic_endpoint_ionic(qp, out, why);
+  if (qp.context->device->spec.family == Family::kBnxt) return nic_endpoint_bnxt(qp, out, why);
   return nic_endpoint_mlx5(qp, out, why);
 }
 
@@ -88,12 +90,7 @@ mori::Status NicBacking::start(std::unique_ptr<NicBacking>* out) {
       const std::string name = "QP " + std::to_string(q->qp.qp_num) + " of " + r.device;
       const sn::Codec* codec = codec_of(f.devices[d]->spec);
       if (!codec)
-        return mori::Status::error(
-            "verbs double: no software NIC models " + name + "'s device" +
-            (f.devices[d]->spec.family == Family::kBnxt
-                 ? std::string(" (BNXT: its SQ and CQ doorbells share one word, which a polling "
-                               "software NIC cannot keep apart)")
-                 : std::string()));
+        return mori::Status::error("verbs double: no software NIC models " + name + "'s device");
       const Qp* peer = qp_by_number(f, r.dest_qpn);
       if (!peer)
         return mori::Status::error("verbs double: " + name + "'s peer QP " +
