@@ -12,8 +12,10 @@
 // MLX5 QPs and CQs, the ionic direct verbs (ionic_dv.cpp) over Ionic ones, and Broadcom's
 // bnxt_re direct verbs (bnxt_dv.cpp) over BNXT ones. Traffic:
 // NicBacking starts software NICs (mori::softnic, the host backend's) that execute the work
-// requests posted to the QPs in RTS, with what the double knows of each QP and MR (not yet on
-// BNXT devices: NicBacking refuses them). Not modelled: completion channels, SRQs, receive queues, parent domains, other QP types.
+// requests posted to the QPs in RTS, with what the double knows of each QP and MR, on every
+// family. A doorbell word is polled, so a write overwritten before the NIC looks is lost: QPs that
+// share a word (Ionic's per context, BNXT's SQ and CQ doorbells) carry traffic one at a time only.
+// Not modelled: completion channels, SRQs, receive queues, parent domains, other QP types.
 //
 // Three shared libraries, so that one fabric serves both the executable and what it dlopens:
 // libmori_verbs_double.so (everything but the direct verbs; the test executable links it),
