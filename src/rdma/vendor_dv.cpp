@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <mutex>
+
 namespace mori::rdma {
 namespace {
 
@@ -17,6 +19,14 @@ struct Family {
 Family family_of(const std::string& nic) {
   if (nic == "bnxt") return {"Broadcom's bnxt_re direct verbs", "libbnxt_re"};
   return {"AMD's ionic direct verbs", "libionic"};
+}
+
+// Held around dlopen, dlinfo and dlclose of these libraries. The dynamic loader is thread-safe on
+// its own, but its lock is invisible to ThreadSanitizer, which then reports two threads loading
+// one library (PEs run as threads, as in the verbs double) as a race on its link_map's name.
+std::mutex& loader_mutex() {
+  static std::mutex m;
+  return m;
 }
 
 std::string dl_error() {
@@ -50,6 +60,7 @@ Status VendorDv::load(const std::string& nic, const std::vector<std::string>& ca
 
   std::unique_ptr<VendorDv> dv(new VendorDv());
   std::string first_error;
+  std::lock_guard<std::mutex> loading(loader_mutex());  // to the end: dlsym reads what dlopen made
   for (const std::string& name : names) {
     dv->handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (dv->handle_) {
@@ -88,6 +99,7 @@ Status VendorDv::load(const std::string& nic, const std::vector<std::string>& ca
 }
 
 VendorDv::~VendorDv() {
+  std::lock_guard<std::mutex> closing(loader_mutex());
   if (handle_) dlclose(handle_);
 }
 
