@@ -29,7 +29,7 @@
 //   ep.qpn, cqn    ibv_qp::qp_num; bnxt_re_dv_cq::cqn from bnxt_re_dv_init_obj
 //   provider_word[0]  the path MTU in bytes (the smaller port's, as set at RTR)
 //   provider_state    the QP's initial send PSN (Queue::psn, set at RTS)
-//   ep.ibuf, ibuf_slots, ibuf_lkey  from create_ibufs
+//   ep.ibuf, ibuf_slots, ibuf_lkey  set by create_ibufs after the export
 #include <infiniband/verbs.h>
 
 #include <cerrno>
@@ -151,7 +151,7 @@ int VerbsNetwork::modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   return ibv_modify_qp(qp, attr, mask);
 }
 
-Status VerbsNetwork::export_bnxt(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep) {
+Status VerbsNetwork::export_bnxt(const Queue& queue, state::RdmaEndpoint* ep) {
   const std::string what = " for bnxt QP " + std::to_string(queue.qp->qp_num);
   bnxt_re_dv_cq cq{};
   bnxt_re_dv_obj obj{};
@@ -168,21 +168,17 @@ Status VerbsNetwork::export_bnxt(const Queue& queue, uint64_t* ibuf, state::Rdma
   MORI_TRY(map(bnxt_db_.dbr, sizeof(uint64_t), true, &db));
 
   state::RdmaEndpoint& e = *ep;
-  const uint32_t ibuf_lkey = e.ibuf_lkey;
-  e = state::RdmaEndpoint{};
+  e = state::RdmaEndpoint{};  // create_ibufs adds the ibuf fields
   e.sq = static_cast<uint8_t*>(sq);
   e.cq = static_cast<uint8_t*>(cqbuf);
   e.db = static_cast<uint64_t*>(db);
   e.cq_dbr = static_cast<uint32_t*>(db);  // one doorbell page; the provider writes 8 bytes
-  e.ibuf = ibuf;
   e.sq_wqes = config_.sq_wqes;
   e.cq_entries = queue.cq_entries;
   e.qpn = queue.qp->qp_num;
   e.cqn = cq.cqn;
   e.provider_word[0] = queue.path_mtu_bytes;
   e.provider_state = queue.psn;
-  e.ibuf_slots = config_.ibuf_slots;
-  e.ibuf_lkey = ibuf_lkey;
   return {};
 }
 

@@ -48,7 +48,7 @@
 //   ep.cqn         q.db_val >> 24            that ring's cqid
 //   ep.cq_dbr      &db_ptr[cq_qtype]         the CQ doorbell (the provider's CQ credit return)
 //   ep.dbr, provider_word[]  null, 0         unused by the ionic provider
-//   ep.ibuf, ibuf_slots, ibuf_lkey           from create_ibufs
+//   ep.ibuf, ibuf_slots, ibuf_lkey           set by create_ibufs after the export
 // Every pointer goes through map() (mmio for the doorbells); the engine's indices start at zero.
 #include <infiniband/verbs.h>
 
@@ -118,7 +118,7 @@ Status VerbsNetwork::open_ionic() {
   return {};
 }
 
-Status VerbsNetwork::export_ionic(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep) {
+Status VerbsNetwork::export_ionic(const Queue& queue, state::RdmaEndpoint* ep) {
   const IonicDv& dv = dv_->ionic();
   const std::string what = "ionic QP " + std::to_string(queue.qp->qp_num);
   ionic_dv_qp qp{};
@@ -166,19 +166,15 @@ Status VerbsNetwork::export_ionic(const Queue& queue, uint64_t* ibuf, state::Rdm
   MORI_TRY(map(&ionic_ctx_.db_ptr[ionic_ctx_.cq_qtype], sizeof(uint64_t), true, &cq_db));
 
   state::RdmaEndpoint& e = *ep;
-  const uint32_t ibuf_lkey = e.ibuf_lkey;
-  e = state::RdmaEndpoint{};
+  e = state::RdmaEndpoint{};  // create_ibufs adds the ibuf fields
   e.sq = static_cast<uint8_t*>(sq);
   e.cq = static_cast<uint8_t*>(cqbuf);
   e.db = static_cast<uint64_t*>(db);
   e.cq_dbr = static_cast<uint32_t*>(cq_db);  // a 64-bit register; the provider writes 8 bytes
-  e.ibuf = ibuf;  // the device's address, which the ibuf's MR takes as its IOVA
   e.sq_wqes = sq_wqes;
   e.cq_entries = cq_entries;
   e.qpn = static_cast<uint32_t>(qp.sq.db_val >> kDbellQidShift);
   e.cqn = static_cast<uint32_t>(cq.q.db_val >> kDbellQidShift);
-  e.ibuf_slots = config_.ibuf_slots;
-  e.ibuf_lkey = ibuf_lkey;
   return {};
 }
 

@@ -11,7 +11,7 @@
 //   ep.cqn, qpn    mlx5dv_cq.cqn, ibv_qp::qp_num
 //   ep.cq_dbr      mlx5dv_cq.dbrec           the consumer index at [MLX5_CQ_SET_CI], big-endian
 //   provider_word[] 0                        (unused by the mlx5 provider)
-//   ep.ibuf, ibuf_slots, ibuf_lkey           from create_ibufs
+//   ep.ibuf, ibuf_slots, ibuf_lkey           set by create_ibufs after the export
 // Every pointer goes through map_to_device; the engine's indices start at zero.
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -23,7 +23,7 @@
 
 namespace mori::rdma {
 
-Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep) {
+Status VerbsNetwork::export_mlx5(const Queue& queue, state::RdmaEndpoint* ep) {
   mlx5dv_qp qp{};
   mlx5dv_cq cq{};
   mlx5dv_obj obj{};
@@ -64,20 +64,16 @@ Status VerbsNetwork::export_mlx5(const Queue& queue, uint64_t* ibuf, state::Rdma
   MORI_TRY(map(cq.dbrec, 2 * sizeof(uint32_t), false, &cq_dbr));
 
   state::RdmaEndpoint& e = *ep;
-  const uint32_t ibuf_lkey = e.ibuf_lkey;
-  e = state::RdmaEndpoint{};
+  e = state::RdmaEndpoint{};  // create_ibufs adds the ibuf fields
   e.sq = static_cast<uint8_t*>(sq);
   e.cq = static_cast<uint8_t*>(cqbuf);
   e.dbr = static_cast<uint32_t*>(dbr);
   e.db = static_cast<uint64_t*>(db);
   e.cq_dbr = static_cast<uint32_t*>(cq_dbr);
-  e.ibuf = ibuf;  // the device's address, which the ibuf's MR takes as its IOVA
   e.sq_wqes = qp.sq.wqe_cnt;
   e.cq_entries = cq.cqe_cnt;
   e.qpn = queue.qp->qp_num;
   e.cqn = cq.cqn;
-  e.ibuf_slots = config_.ibuf_slots;
-  e.ibuf_lkey = ibuf_lkey;
   return {};
 }
 

@@ -132,10 +132,13 @@ Status VerbsNetwork::create_ibufs() {
                              reinterpret_cast<uint64_t>(device_ibuf), IBV_ACCESS_LOCAL_WRITE,
                              "an ibuf", nullptr, verbs_registration_calls(), &reg));
     ibuf_mrs_.push_back(reg.mr);
-    endpoints_[i].ibuf_lkey = reg.mr->lkey;
-    MORI_TRY(family_ == Family::kIonic  ? export_ionic(queues_[i], device_ibuf, &endpoints_[i])
-             : family_ == Family::kBnxt ? export_bnxt(queues_[i], device_ibuf, &endpoints_[i])
-                                        : export_mlx5(queues_[i], device_ibuf, &endpoints_[i]));
+    state::RdmaEndpoint& ep = endpoints_[i];
+    MORI_TRY(family_ == Family::kIonic  ? export_ionic(queues_[i], &ep)
+             : family_ == Family::kBnxt ? export_bnxt(queues_[i], &ep)
+                                        : export_mlx5(queues_[i], &ep));
+    ep.ibuf = device_ibuf;  // the device's address, which the ibuf's MR takes as its IOVA
+    ep.ibuf_slots = slots;
+    ep.ibuf_lkey = reg.mr->lkey;
   }
   return {};
 }

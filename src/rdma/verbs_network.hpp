@@ -202,17 +202,17 @@ class VerbsNetwork {
   }
   Status connect_queues();
   // verbs_export_mlx5.cpp
-  Status export_mlx5(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
+  Status export_mlx5(const Queue& queue, state::RdmaEndpoint* ep);
   // verbs_export_ionic.cpp: the context's doorbell page and the PD's queue placement, once the
   // device is open; then the export of each queue pair.
   Status open_ionic();
-  Status export_ionic(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
+  Status export_ionic(const Queue& queue, state::RdmaEndpoint* ep);
   // verbs_export_bnxt.cpp: the context's doorbell page; each queue pair's CQ and QP on umems, its
   // transitions, its export, and its teardown.
   Status open_bnxt();
   Status create_bnxt_queue(Queue* queue, const std::string& what);
   void destroy_bnxt_queue(Queue* queue);
-  Status export_bnxt(const Queue& queue, uint64_t* ibuf, state::RdmaEndpoint* ep);
+  Status export_bnxt(const Queue& queue, state::RdmaEndpoint* ep);
   // ibv_modify_qp, or bnxt_re_dv_modify_qp for BNXT queue pairs; 0 or an errno.
   int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask);
   Status map(void* host, size_t bytes, bool mmio, void** device);
