@@ -42,10 +42,7 @@ void check_two_pes(int qps) {
   for (int pe = 0; pe < 2; ++pe) {
     CAPTURE(pe);
     const vd::PeOutcome& o = outcome[pe];
-    REQUIRE_MESSAGE(o.status.ok(), o.status.message());
-    CHECK(o.network);
-    CHECK_MESSAGE(o.region.ok(), o.region.message());
-    CHECK(o.region_rkeys.size() == 2);
+    vd::check_opened(o);
     const std::vector<vd::QpRecord> mine = vd::records_of("bnxt_re" + std::to_string(pe));
     const std::vector<vd::QpRecord> theirs = vd::records_of("bnxt_re" + std::to_string(1 - pe));
     REQUIRE(mine.size() == size_t(qps));

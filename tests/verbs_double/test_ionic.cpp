@@ -159,10 +159,7 @@ TEST_CASE("ionic: 2 PEs x 2 QPs open through the ionic direct verbs, export, reg
   for (int pe = 0; pe < 2; ++pe) {
     CAPTURE(pe);
     const vd::PeOutcome& o = outcome[pe];
-    REQUIRE_MESSAGE(o.status.ok(), o.status.message());
-    CHECK(o.network);
-    CHECK_MESSAGE(o.region.ok(), o.region.message());
-    CHECK(o.region_rkeys.size() == 2);
+    vd::check_opened(o);
     const std::vector<vd::QpRecord> mine = vd::records_of("ionic_" + std::to_string(pe));
     const std::vector<vd::QpRecord> theirs = vd::records_of("ionic_" + std::to_string(1 - pe));
     REQUIRE(mine.size() == size_t{kQps});

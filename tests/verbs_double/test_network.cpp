@@ -32,10 +32,7 @@ void open_and_check(int qps_per_pe) {
     REQUIRE(mine.size() == static_cast<size_t>(qps_per_pe));
     REQUIRE(theirs.size() == mine.size());
     CHECK_FALSE(outcome[pe].no_devices);
-    REQUIRE_MESSAGE(outcome[pe].status.ok(), outcome[pe].status.message());
-    CHECK(outcome[pe].network);
-    CHECK_MESSAGE(outcome[pe].region.ok(), outcome[pe].region.message());
-    CHECK(outcome[pe].region_rkeys.size() == 2);
+    vd::check_opened(outcome[pe]);
     // The exported endpoints: this PE's QPs to the peer, each with the CQ ring rdma-core's mlx5
     // provider makes for 256 entries (roundup_pow_of_two(256 + 1)) and its doorbell record; none
     // to itself.

@@ -247,7 +247,6 @@ void traffic(const std::string& nic, std::vector<vd::DeviceSpec> devices, int qp
   for (int me = 0; me < kPes; ++me) {
     CAPTURE(me);
     const Pe& pe = run.pes[me];
-    const Pe& peer = run.pes[1 - me];
     REQUIRE_MESSAGE(pe.status.ok(), pe.status.message());
     CHECK_MESSAGE(pe.failure.empty(), pe.failure);
     size_t bad = 0;
@@ -284,7 +283,6 @@ void traffic(const std::string& nic, std::vector<vd::DeviceSpec> devices, int qp
     for (int l = 0; l < kLanes; ++l) CHECK(pe.region[l] == pattern(1 - me, l));
     for (size_t w = kLanes; w < kRegionWords; ++w) CHECK(pe.region[w] == 0);
     CHECK(pe.region[kRegionWords] == kGuard);
-    (void)peer;
   }
   const vd::Live live = vd::live();
   CHECK(live.qps == 0);

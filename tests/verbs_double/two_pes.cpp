@@ -69,6 +69,13 @@ constexpr int kRtsRequired = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | 
 
 }  // namespace
 
+void check_opened(const PeOutcome& o) {
+  REQUIRE_MESSAGE(o.status.ok(), o.status.message());
+  CHECK(o.network);
+  CHECK_MESSAGE(o.region.ok(), o.region.message());
+  CHECK(o.region_rkeys.size() == 2);
+}
+
 void check_transitions(const QpRecord& r) {
   INFO("QP " << r.qpn << " of " << r.device);
   REQUIRE(r.transitions.size() == 3);

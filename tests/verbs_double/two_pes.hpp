@@ -46,6 +46,10 @@ std::vector<PeOutcome> open_two_pes(const TwoPes& how);
 // The double's records of the QPs created on `device`, in creation order (QP q of the peer).
 std::vector<QpRecord> records_of(const std::string& device);
 
+// A PE's open succeeded with a network, and its region registered and deregistered, with a key
+// from each of the 2 PEs.
+void check_opened(const PeOutcome& o);
+
 // RESET -> INIT -> RTR -> RTS with the masks the kernel requires of an RC QP, ending destroyed.
 void check_transitions(const QpRecord& r);
 
