@@ -7,6 +7,9 @@ import guide_flow
 
 
 def _method1(rank, world_size, init_method):
+    import gc
+    import weakref
+
     import torch.distributed as dist
 
     import mori
@@ -15,7 +18,16 @@ def _method1(rank, world_size, init_method):
     guide_flow.quick_reference(rank, world_size)
     guide_flow.misuse_after_init()
     mori.shmem.shmem_finalize()
+    # The failed calls above leave the group in reference cycles (their tracebacks): collect them
+    # here, or a gloo worker thread that runs the collector later would destroy its own group.
+    gc.collect()
+    group = weakref.ref(dist.group.WORLD)
     dist.destroy_process_group()
+    # mori's registry holds the group weakly, as torch's does: destroyed now, on this thread, not
+    # at interpreter shutdown, where gloo's workers abort the process (torch 1.13).
+    assert group() is None, "the destroyed process group is still referenced"
+    with pytest.raises(RuntimeError, match="no process group is registered as 'default'"):
+        mori.shmem.shmem_torch_process_group_init("default")
 
 
 def _method2(rank, world_size, queue):

@@ -7,9 +7,14 @@ one, in torch's own registry (``torch._C._distributed_c10d._register_process_gro
 torch 1.13 lacks).
 """
 
+import weakref
+
 from mori import _mori_shmem
 
-_groups = {}
+# Weak, as torch's own registry is emptied by destroy_process_group: a strong reference here kept
+# a destroyed gloo group, and its worker threads, alive into interpreter shutdown, where a worker
+# releasing its last tensors takes the GIL, is ended by Python, and aborts the process.
+_groups = weakref.WeakValueDictionary()
 
 
 def register_process_group(name, group):
@@ -17,7 +22,8 @@ def register_process_group(name, group):
     ``shmem_torch_process_group_init`` as ``name``, replacing any group of that name.
 
     This stands in for ``torch._C._distributed_c10d._register_process_group(name, group)``,
-    which the guide calls and torch 1.13 does not have.
+    which the guide calls and torch 1.13 does not have. Like torch's registry, it holds the
+    group weakly: once ``dist.destroy_process_group`` has dropped it, the name is gone.
     """
     if not isinstance(name, str) or not name:
         raise ValueError("register_process_group: name must be a non-empty str")
@@ -27,8 +33,9 @@ def register_process_group(name, group):
 
 
 def _resolve(name):
-    if name in _groups:
-        return _groups[name]
+    group = _groups.get(name)
+    if group is not None:
+        return group
     import torch.distributed as dist
 
     resolve = getattr(dist.distributed_c10d, "_resolve_process_group", None)
