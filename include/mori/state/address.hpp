@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "mori/platform.hpp"
+#include "mori/platform/path_mark.hpp"
 #include "mori/state/access.hpp"
 
 namespace mori::state {
@@ -30,6 +31,7 @@ MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
   const GpuStates& s = gpu_states();
   if (addr >= s.heap_base && addr - s.heap_base <= s.heap_size &&
       bytes <= s.heap_size - (addr - s.heap_base)) {
+    MORI_PATH_MARK("locate.heap");  // the common case (bench/isa_paths.txt)
     *out = {-1, addr - s.heap_base};
     return true;
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "mori/core/copy.hpp"
+#include "mori/platform/path_mark.hpp"
 #include "mori/state/address.hpp"
 #include "mori/state/amo.hpp"
 #include "mori/state/device_error.hpp"
@@ -39,17 +40,22 @@ struct P2p {
   template <Scope S>
   MORI_DEVICE static void put(const char* call, const RemoteTarget& dst, const void* src,
                               uint64_t bytes) {
-    copy<S>(address(call, dst), src, bytes);
+    char* to = address(call, dst);
+    MORI_PATH_MARK("p2p.put");  // bench/isa_paths.txt: P2P put up to its first data store
+    copy<S>(to, src, bytes);
   }
   template <Scope S>
   MORI_DEVICE static void get(const char* call, void* dst, const RemoteTarget& src,
                               uint64_t bytes) {
-    copy<S>(dst, address(call, src), bytes);
+    const char* from = address(call, src);
+    MORI_PATH_MARK("p2p.get");
+    copy<S>(dst, from, bytes);
   }
   template <typename T>
   MORI_DEVICE static void p(const char* call, const RemoteTarget& dst, T value) {
-    platform::atomic_store<MemOrder::Relaxed, MemScope::System>(
-        reinterpret_cast<T*>(address(call, dst)), value);
+    T* to = reinterpret_cast<T*>(address(call, dst));
+    MORI_PATH_MARK("p2p.p");
+    platform::atomic_store<MemOrder::Relaxed, MemScope::System>(to, value);
   }
   template <typename T>
   MORI_DEVICE static T g(const char* call, const RemoteTarget& src) {
@@ -64,6 +70,7 @@ struct P2p {
   MORI_DEVICE static T amo(const char* call, state::atomicType op, const RemoteTarget& dst, T value,
                            T compare) {
     T* p = reinterpret_cast<T*>(address(call, dst));
+    MORI_PATH_MARK("p2p.amo");
     switch (op) {
 #define MORI_P2P_AMO(code, number, kind, arg, fetch, ...)                                         \
   case state::code:                                                                               \

@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "mori/core/scope.hpp"
+#include "mori/platform/path_mark.hpp"
 #include "mori/state/address.hpp"
 #include "mori/state/amo.hpp"
 #include "mori/state/device_error.hpp"
@@ -206,6 +207,7 @@ struct Rdma {
     WorkRequest wr = remote(dst);
     wr.bytes = static_cast<uint32_t>(bytes);
     if (bytes <= Provider::kMaxInlineBytes) {
+      MORI_PATH_MARK("rdma.put.inline");
       wr.opcode = Opcode::kWriteInline;
       wr.inline_data = src;
     } else {

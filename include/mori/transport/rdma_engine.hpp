@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "mori/platform.hpp"
+#include "mori/platform/path_mark.hpp"
 #include "mori/provider/concepts.hpp"
 #include "mori/provider/work_request.hpp"
 #include "mori/state/access.hpp"
@@ -79,6 +80,7 @@ struct RdmaEngine {
     uint64_t reservation = 0;
     if (lane == leader) {
       reservation = reserve(ep, count);
+      MORI_PATH_MARK("rdma.reserve");  // the batch leader's part (bench/isa_paths.txt)
       // 2. flow control, once for the batch: its last WQE must fit in the ring.
       wait_for_room(ep, (reservation & ~kFenceNext) + count, count, pe);
     }
@@ -211,6 +213,7 @@ struct RdmaEngine {
     // post() returns after its batch is submitted, so this thread's WQEs are below the target.
     const uint64_t target =
         platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.submitted);
+    MORI_PATH_MARK("rdma.quiet");
     wait_complete(ep, target, pe, "quiet");
   }
 
@@ -310,6 +313,7 @@ struct RdmaEngine {
     Provider::prepare_submit(ep, base, next);
     platform::fence<MemOrder::Release, MemScope::System>();
     Provider::ring_doorbell(ep, next, last_wqe);  // the only doorbell call site
+    MORI_PATH_MARK("rdma.doorbell");              // the end of a post, for every provider
     // Release: the next ringer's acquire orders its doorbell after ours (see above).
     platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.submitted, next);
   }
