@@ -52,8 +52,16 @@ EOF
 
 read -r _ instructions sgprs vgprs scratch calls < <(awk -f "$(dirname "$0")/isa_table.awk" \
   "$tmp/kernel.s" | awk '$1 == "hot_paths"')
+# Waves per SIMD: llc's own figure for the kernel (its "; Occupancy:" comment, from the register
+# and LDS use). Without it, gfx90a/gfx942's rule: 512 VGPRs per lane per SIMD (VGPRs and AGPRs
+# together), allocated in granules of 8, at most 8 waves (LLVM AMDGPUUsage, GCNSubtarget).
+waves=$(awk '/^; Occupancy:/ {print $3; exit}' "$tmp/kernel.s")
+if [ -z "$waves" ]; then
+  waves=$((512 / ((vgprs + 7) / 8 * 8)))
+  [ "$waves" -le 8 ] || waves=8
+fi
 echo "isa_kernel: hot_paths ($arch): $instructions instructions, $sgprs SGPRs, $vgprs VGPRs," \
-  "scratch $scratch bytes, $calls calls"
+  "scratch $scratch bytes, $calls calls, $waves waves per SIMD"
 if [ "$scratch" != 0 ] || [ "$calls" != 0 ]; then
   echo "isa_kernel: the inlined hot paths use scratch or make calls" >&2
   exit 1
