@@ -3,5 +3,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MORI_BUILD_DIR:-$root/build}
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${MORI_BUILD_TYPE:-RelWithDebInfo} ${MORI_CMAKE_ARGS:-} >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${MORI_BUILD_TYPE:-RelWithDebInfo} \
+  "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic" ${MORI_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j "$(nproc)"

@@ -2,6 +2,7 @@
 // device owns their indices from then on), keys passed through.
 #include "rdma/verbs_runtime.hpp"
 
+#include "mori/transport/providers.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::rdma {
@@ -45,8 +46,15 @@ class VerbsRdma final : public runtime::RdmaNetwork {
 
 Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma, GpuHooks hooks,
                        std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices) {
-  const state::Nic nic =
-      rt.settings.device_nic == state::Nic::kNone ? state::Nic::kMlx5 : rt.settings.device_nic;
+  // Unset, the family is the build's first (transport/providers.hpp); a named one the build
+  // lacks was refused when the settings were read.
+  const state::Nic nic = rt.settings.device_nic == state::Nic::kNone ? transport::default_rdma_nic()
+                                                                     : rt.settings.device_nic;
+  if (nic == state::Nic::kNone) {
+    return Status::error(
+        "some PE is reached over RDMA, but this build's device code carries no "
+        "NIC family (MORI_RDMA_PROVIDERS is empty)");
+  }
   VerbsConfig config;
   config.nic = state::nic_name(nic);
   config.rank = rt.rank;

@@ -5,10 +5,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <limits>
 #include <string_view>
+
+#include "mori/transport/providers.hpp"
 
 namespace mori::env {
 namespace {
@@ -69,6 +72,25 @@ Status parse_mode(const char* variable, const std::string& text, heap::Mode* out
 }
 
 }  // namespace
+
+Status check_nic_built(state::Nic nic, std::string_view providers) {
+  const std::string_view name = state::nic_name(nic);
+  for (std::string_view rest = providers; !rest.empty();) {
+    const size_t end = std::min(rest.find(';'), rest.size());
+    if (rest.substr(0, end) == name) return {};
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  }
+  const std::string list(providers);
+  if (providers == "none") {
+    return Status::error("MORI_DEVICE_NIC=\"" + std::string(name) +
+                         "\": this build's device code carries no NIC family (reconfigure with "
+                         "-DMORI_RDMA_PROVIDERS=" +
+                         std::string(name) + ")");
+  }
+  return Status::error(
+      "MORI_DEVICE_NIC=\"" + std::string(name) + "\": this build's device code carries " + list +
+      " only (reconfigure with -DMORI_RDMA_PROVIDERS=\"" + list + ";" + std::string(name) + "\")");
+}
 
 Status parse_size(const char* variable, const std::string& text, size_t* out) {
   // The suffix's position in "KMGT" gives its power of 1024.
@@ -166,6 +188,7 @@ Status load(Settings* out) {
     } else {
       return Status::error(quoted("MORI_DEVICE_NIC", text) + " is not mlx5, bnxt or ionic");
     }
+    MORI_TRY(check_nic_built(s.device_nic, transport::compiled_rdma_providers()));
   }
   if (read("MORI_BNXT_DV_LIB", &text)) s.bnxt_dv_lib = text;
   if (read("MORI_IONIC_DV_LIB", &text)) s.ionic_dv_lib = text;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "heap/heap_memory.hpp"
 #include "mori/state/gpu_states.hpp"
@@ -22,6 +23,12 @@ Status parse_size(const char* variable, const std::string& text, size_t* out);
 //   MORI_NUM_QP_PER_PE="65" is too large: the most accepted is 64
 Status parse_uint(const char* variable, const std::string& text, uint64_t max, uint64_t* out);
 
+// Refuses a NIC family the build's device code does not carry. `providers` is the build's list as
+// CMake's MORI_RDMA_PROVIDERS spells it (transport::compiled_rdma_providers()):
+//   MORI_DEVICE_NIC="bnxt": this build's device code carries mlx5 only (reconfigure with
+//   -DMORI_RDMA_PROVIDERS="mlx5;bnxt")
+Status check_nic_built(state::Nic nic, std::string_view providers);
+
 struct Settings {
   size_t heap_size = size_t{1} << 30;                  // MORI_SHMEM_HEAP_SIZE, default 1G
   heap::Mode heap_mode = heap::Mode::Static;           // MORI_SHMEM_MODE=static_heap|vmm_heap
@@ -31,9 +38,10 @@ struct Settings {
   uint64_t timeout_ms = 0;      // MORI_SHMEM_TIMEOUT_MS: device wait deadline, 0 = none
   bool check_symmetry = false;  // MORI_SHMEM_CHECK_SYMMETRY=0|1, default 1 in debug builds
   std::string rdma_devices;     // MORI_RDMA_DEVICES, as given
-  // MORI_DEVICE_NIC=mlx5|bnxt|ionic: the NIC family whose WQEs the GPU writes. On the host
-  // backend, setting it selects the software NIC of that family; unset, RDMA goes to ibverbs
-  // devices (as on the hip backend, where unset means mlx5).
+  // MORI_DEVICE_NIC=mlx5|bnxt|ionic: the NIC family whose WQEs the GPU writes, one the build
+  // carries (check_nic_built). On the host backend, setting it selects the software NIC of that
+  // family; unset, RDMA goes to ibverbs devices (as on the hip backend, where unset means the
+  // build's first family, transport::default_rdma_nic()).
   state::Nic device_nic = state::Nic::kNone;
   // MORI_BNXT_DV_LIB, MORI_IONIC_DV_LIB: the direct-verbs library (a name for dlopen or a path)
   // to load for MORI_DEVICE_NIC=bnxt or ionic on hardware instead of the defaults

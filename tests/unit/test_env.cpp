@@ -202,6 +202,24 @@ TEST_CASE("env: the RDMA variables") {
   CHECK(s.ionic_dv_lib == "libionic.so.1");
 }
 
+TEST_CASE("env: a NIC family the build's device code lacks is refused, naming the build's list") {
+  using mori::state::Nic;
+  CHECK(env::check_nic_built(Nic::kMlx5, "mlx5").ok());
+  CHECK(env::check_nic_built(Nic::kBnxt, "mlx5;bnxt;ionic").ok());
+  CHECK(env::check_nic_built(Nic::kIonic, "bnxt;ionic").ok());
+  CHECK(env::check_nic_built(Nic::kBnxt, "mlx5").message() ==
+        "MORI_DEVICE_NIC=\"bnxt\": this build's device code carries mlx5 only (reconfigure with "
+        "-DMORI_RDMA_PROVIDERS=\"mlx5;bnxt\")");
+  CHECK(env::check_nic_built(Nic::kMlx5, "bnxt;ionic").message() ==
+        "MORI_DEVICE_NIC=\"mlx5\": this build's device code carries bnxt;ionic only (reconfigure "
+        "with -DMORI_RDMA_PROVIDERS=\"bnxt;ionic;mlx5\")");
+  CHECK(env::check_nic_built(Nic::kIonic, "none").message() ==
+        "MORI_DEVICE_NIC=\"ionic\": this build's device code carries no NIC family (reconfigure "
+        "with -DMORI_RDMA_PROVIDERS=ionic)");
+  // A name is matched whole, not as a prefix of another entry.
+  CHECK_FALSE(env::check_nic_built(Nic::kMlx5, "mlx5x;bnxt").ok());
+}
+
 TEST_CASE("env: in vmm_heap mode the heap size rounds up to whole chunks, in static mode not") {
   {
     ScopedEnv scope({{"MORI_SHMEM_HEAP_SIZE", "100M"}, {"MORI_SHMEM_MODE", "vmm_heap"}});

@@ -7,8 +7,8 @@
 //   });
 //
 // RDMA is Rdma<Provider> for the job's NIC family (GpuStates::nic). Each provider compiled in adds
-// its instance of every family to each call site; a build for one NIC family defines the others'
-// MORI_RDMA_<NIC> to 0 (CMake: MORI_RDMA_PROVIDERS) and carries only its own.
+// its instance of every family to each call site; the families compiled in are the build's
+// (transport/providers.hpp: MLX5 alone unless CMake's MORI_RDMA_PROVIDERS names others).
 #pragma once
 
 #include "mori/provider/bnxt.hpp"
@@ -17,22 +17,11 @@
 #include "mori/state/device_error.hpp"
 #include "mori/transport/concepts.hpp"
 #include "mori/transport/p2p.hpp"
+#include "mori/transport/providers.hpp"
 #include "mori/transport/rdma.hpp"
 #include "mori/transport/sdma.hpp"
 
-#ifndef MORI_RDMA_MLX5
-#define MORI_RDMA_MLX5 1
-#endif
-#ifndef MORI_RDMA_BNXT
-#define MORI_RDMA_BNXT 1
-#endif
-#ifndef MORI_RDMA_IONIC
-#define MORI_RDMA_IONIC 1
-#endif
-
 namespace mori::transport {
-
-inline constexpr bool kAnyRdma = MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC;
 
 static_assert(DeviceTransport<P2p> && DeviceTransport<Sdma>);
 #if MORI_RDMA_MLX5
@@ -66,7 +55,8 @@ MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
       state::fail({state::DeviceErrorCode::kNotBuilt, pe, 0, static_cast<uint64_t>(nic)},
                   [&](state::Message& m) {
                     m << call << ": PE " << pe << " is reached over RDMA, but NIC family "
-                      << static_cast<int>(nic) << " is not compiled into this code (MORI_RDMA_*)";
+                      << static_cast<int>(nic)
+                      << " is not compiled into this code (MORI_RDMA_PROVIDERS)";
                   });
     }
   }
