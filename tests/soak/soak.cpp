@@ -7,8 +7,11 @@
 //   mpirun -np 4 build/tests/soak/mori_soak --seconds 600
 //   MORI_DISABLE_P2P=1 MORI_DEVICE_NIC=bnxt mpirun -np 4 build/tests/soak/mori_soak --seconds 60
 //
-// Prints one line per PE with the operations it completed; exits non-zero on the first mismatch,
-// naming the round, the writer and the byte.
+// Prints one line per PE with the operations it completed, and aborts the job on the first mismatch
+// of a round, naming the round, the writer and the byte. At the end every PE's verdict (its
+// counters, that it ran a round, and its finalize) is reduced over all PEs: PE 0 prints
+// "soak: all N PEs ok" only when every one passed, and every PE exits non-zero otherwise, so the
+// job's exit code is the result. --fail-pe N (a test of this harness, hidden) makes PE N fail.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -112,8 +115,10 @@ int main(int argc, char** argv) {
   CLI::App app{"soak: mixed traffic between all PEs, every byte and counter checked"};
   double seconds = 60;
   uint64_t seed = 1;
+  int fail_pe = -1;
   app.add_option("--seconds", seconds, "how long to run");
   app.add_option("--seed", seed, "the traffic's seed");
+  app.add_option("--fail-pe", fail_pe, "make this PE report a failure")->group("");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -208,23 +213,41 @@ int main(int argc, char** argv) {
     }
   }
   shmem::barrier_all();
-  for (int w = 0; w < n; ++w) {
+  // From here on a failure is this PE's verdict, not an abort: every PE reaches the reduction.
+  std::string failure;
+  for (int w = 0; w < n && failure.empty(); ++w) {
     if (m.counts[w] != expect_counts[w] || m.signals[w] != expect_signals[w])
-      return fail("PE " + std::to_string(w) + ": counter " + std::to_string(m.counts[w]) + " of " +
-                  std::to_string(expect_counts[w]) + ", signal " + std::to_string(m.signals[w]) +
-                  " of " + std::to_string(expect_signals[w]));
+      failure = "PE " + std::to_string(w) + ": counter " + std::to_string(m.counts[w]) + " of " +
+                std::to_string(expect_counts[w]) + ", signal " + std::to_string(m.signals[w]) +
+                " of " + std::to_string(expect_signals[w]);
   }
-  std::printf(
-      "soak: PE %d: %d rounds, %llu puts, %llu gets, %llu atomics, %llu put-signals, %llu bytes: "
-      "ok\n",
-      me, round, static_cast<unsigned long long>(done[0]), static_cast<unsigned long long>(done[1]),
-      static_cast<unsigned long long>(done[2]), static_cast<unsigned long long>(done[3]),
-      static_cast<unsigned long long>(bytes));
+  if (failure.empty() && round == 0) failure = "no round ran";
+  if (failure.empty() && me == fail_pe) failure = "failing as --fail-pe asked";
+  if (failure.empty()) {
+    std::printf(
+        "soak: PE %d: %d rounds, %llu puts, %llu gets, %llu atomics, %llu put-signals, %llu "
+        "bytes: ok\n",
+        me, round, static_cast<unsigned long long>(done[0]),
+        static_cast<unsigned long long>(done[1]), static_cast<unsigned long long>(done[2]),
+        static_cast<unsigned long long>(done[3]), static_cast<unsigned long long>(bytes));
+  }
   for (void* p :
        {static_cast<void*>(m.landing), static_cast<void*>(m.signals), static_cast<void*>(m.counts),
         static_cast<void*>(m.inbox), static_cast<void*>(m.source)})
     shmem::free(p);
-  const int rc = shmem::finalize();
+  if (shmem::finalize() != 0 && failure.empty())
+    failure = std::string("finalize: ") + shmem::last_error();
+  if (!failure.empty()) std::fprintf(stderr, "soak: PE %d: FAILED: %s\n", me, failure.c_str());
+  std::fflush(stdout);
+  // The job's verdict: the number of PEs that failed (MPI outlives shmem: main started it).
+  int failed = failure.empty() ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0) {
+    if (failed == 0)
+      std::printf("soak: all %d PEs ok\n", n);
+    else
+      std::fprintf(stderr, "soak: FAILED: %d of %d PEs failed\n", failed, n);
+  }
   MPI_Finalize();
-  return rc == 0 ? 0 : 1;
+  return failed == 0 ? 0 : 1;
 }
