@@ -17,7 +17,7 @@
 // of MORI_SHMEM_DEFINE_GPU_STATES is not wanted here: modules are filled by module_init, never by
 // the runtime's static registration.
 namespace mori::shmem {
-MORI_DEVICE_VAR __attribute__((visibility("default"), used, retain)) GpuStates globalGpuStates;
+MORI_CONSTANT_VAR __attribute__((visibility("default"), used, retain)) GpuStates globalGpuStates;
 }  // namespace mori::shmem
 extern "C" MORI_DEVICE_VAR __attribute__((visibility("default"), used, retain))
 const uint32_t mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVersion;

@@ -23,6 +23,7 @@
 #endif
 #define MORI_DEVICE_NOINLINE __attribute__((device)) inline __attribute__((noinline))
 #define MORI_DEVICE_VAR __attribute__((device))
+#define MORI_CONSTANT_VAR __attribute__((constant))
 #define MORI_KERNEL extern "C" __attribute__((global))
 #if defined(__HIP_DEVICE_COMPILE__)
 // Code generation for amdgcn is under way (not the host pass of a HIP file).
@@ -33,6 +34,7 @@
 #define MORI_DEVICE inline
 #define MORI_DEVICE_NOINLINE inline __attribute__((noinline))
 #define MORI_DEVICE_VAR
+#define MORI_CONSTANT_VAR
 #define MORI_KERNEL extern "C"
 #define MORI_DEVICE_PASS 1  // device code is ordinary host code on this backend
 #elif defined(MORI_BACKEND_HIP)
@@ -40,6 +42,7 @@
 // usable, device functions are not (platform.hpp refuses).
 #define MORI_HOST_SIDE_ONLY 1
 #define MORI_DEVICE_VAR
+#define MORI_CONSTANT_VAR
 #else
 #error "mori headers need clang -x hip, or MORI_BACKEND_HOST / MORI_BACKEND_HIP (mori::device)"
 #endif
