@@ -8,7 +8,8 @@
 #                                    union (-merge=1 -use_counters=0) of itself, the seeds
 #                                    (mori_fuzz_seeds) and build-fuzz's corpora of earlier runs
 # Environment: MORI_FUZZ_BUILD_DIR (default build-fuzz), MORI_FUZZ_JOBS (build jobs, default 2),
-# MORI_FUZZ_PARALLEL (fuzzers run at once, default nproc).
+# MORI_FUZZ_PARALLEL (fuzzers run at once, default nproc), MORI_FUZZ_MIN_EXECUTIONS (a run of fewer
+# fails, default 1000).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MORI_FUZZ_BUILD_DIR:-$root/build-fuzz}
@@ -25,7 +26,7 @@ case "${1:-}" in
 esac
 
 cmake -S "$root/tests/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 \
-  -DMORI_FUZZ_SECONDS="$seconds" >/dev/null
+  -DMORI_FUZZ_SECONDS="$seconds" -DMORI_FUZZ_MIN_EXECUTIONS="${MORI_FUZZ_MIN_EXECUTIONS:-1000}" >/dev/null
 cmake --build "$build" -j "${MORI_FUZZ_JOBS:-2}"
 fuzzers=$(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
 
