@@ -4,6 +4,23 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MORI_BUILD_DIR:-$root/build}
+. "$root/scripts/lib/steps.sh"
+
+# The sanitizer lanes (scripts/sanitize.sh; MORI_SANITIZERS=0 skips them) and the fuzzers (scripts/fuzz.sh, a
+# bounded run of each plus its checked-in inputs; MORI_FUZZ_SECONDS=0 skips them) run before the main suite, and
+# not when ctest arguments are given. A step that should run but whose script is missing or not executable fails
+# here, before the build, instead of being skipped.
+fuzz_seconds=${MORI_FUZZ_SECONDS:-10}
+sanitizers=0
+fuzzers=0
+if [ "${MORI_SANITIZERS:-1}" != 0 ] && [ $# -eq 0 ]; then
+  require_step "$root/scripts/sanitize.sh" MORI_SANITIZERS=0
+  sanitizers=1
+fi
+if [ "$fuzz_seconds" != 0 ] && [ $# -eq 0 ]; then
+  require_step "$root/scripts/fuzz.sh" MORI_FUZZ_SECONDS=0
+  fuzzers=1
+fi
 
 # Wall time of each step, printed before the main suite (whose ctest summary must end the output).
 steps=()
@@ -16,14 +33,12 @@ step() {
 
 step install-deps "$root/scripts/install-deps.sh"
 step build "$root/scripts/build.sh"
-# The sanitizer lanes (scripts/sanitize.sh; MORI_SANITIZERS=0 skips them) and the fuzzers (scripts/fuzz.sh, a
-# bounded run of each plus its checked-in inputs), before the main suite.
-if [ "${MORI_SANITIZERS:-1}" != 0 ] && [ $# -eq 0 ]; then
+if [ "$sanitizers" = 1 ]; then
   step "sanitizer lane asan" "$root/scripts/sanitize.sh" asan
   step "sanitizer lane tsan" "$root/scripts/sanitize.sh" tsan
 fi
-if [ "${MORI_FUZZ_SECONDS:-10}" != 0 ] && [ $# -eq 0 ] && [ -x "$root/scripts/fuzz.sh" ]; then
-  step "fuzzers (${MORI_FUZZ_SECONDS:-10} s each)" "$root/scripts/fuzz.sh" "${MORI_FUZZ_SECONDS:-10}"
+if [ "$fuzzers" = 1 ]; then
+  step "fuzzers ($fuzz_seconds s each)" "$root/scripts/fuzz.sh" "$fuzz_seconds"
 fi
 echo "test.sh: wall time per step (the ctest suite follows):"
 printf '  %s\n' "${steps[@]}"
