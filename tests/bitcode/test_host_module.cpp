@@ -4,7 +4,8 @@
 // mori::host::launch runs its kernels on every PE. Also what the module flow promises:
 //   - the module's code reads the module's own device state, so it is zero until module_init;
 //   - the module's code sees the launch that runs it (the launcher's thread-local context);
-//   - module_init refuses a module built for another device-state ABI version.
+//   - module_init refuses a module built for another device-state ABI version, and what is not a
+//     module (a null handle, a library without the device state).
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -134,4 +135,17 @@ TEST_CASE("module.abi_mismatch") {
       std::to_string(state::kGpuStatesAbiVersion);
   CHECK_MESSAGE(std::string(shmem::last_error()).find(expected) != std::string::npos,
                 shmem::last_error());
+}
+
+// module_init refuses what is not a module, with the messages of docs/troubleshooting.md: no
+// handle at all, and a loaded library that has no device state of its own (libc).
+TEST_CASE("module.not_a_module") {
+  Module libc("libc.so.6");
+  Session s;
+  CHECK(shmem::module_init(nullptr) != 0);
+  CHECK(std::string(shmem::last_error()) == "module_init: module is null");
+  CHECK(shmem::module_init(libc.handle()) != 0);
+  CHECK(std::string(shmem::last_error()) ==
+        "module_init: the module defines no mori::shmem::globalGpuStates "
+        "(_ZN4mori5shmem15globalGpuStatesE): link it with libmori_shmem_device.bc");
 }
