@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test: install what is missing, build, and run the whole ctest suite (all labels).
-# Extra arguments go to ctest, e.g. `scripts/test.sh -L unit`.
+# Every test: install what is missing, build, and run the whole ctest suite (every label but `slow`).
+# Extra arguments go to ctest instead, e.g. `scripts/test.sh -L unit`; `scripts/test.sh -L slow` runs the slow lane
+# (the BNXT and Ionic device suites at 4 PEs, README "Tests").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MORI_BUILD_DIR:-$root/build}
@@ -33,6 +34,10 @@ step() {
 
 step install-deps "$root/scripts/install-deps.sh"
 step build "$root/scripts/build.sh"
+# A full run holds the suite to the README's count, before the long steps.
+if [ $# -eq 0 ]; then
+  check_test_count "$build" "$root/README.md"
+fi
 if [ "$sanitizers" = 1 ]; then
   step "sanitizer lane asan" "$root/scripts/sanitize.sh" asan
   step "sanitizer lane tsan" "$root/scripts/sanitize.sh" tsan
@@ -43,4 +48,7 @@ fi
 echo "test.sh: wall time per step (the ctest suite follows):"
 printf '  %s\n' "${steps[@]}"
 cd "$build"
+if [ $# -eq 0 ]; then
+  set -- -LE slow
+fi
 ctest -j "$(nproc)" --output-on-failure --timeout 600 "$@"

@@ -17,6 +17,14 @@ for s in install-deps build sanitize fuzz; do
   chmod +x "$tree/scripts/$s.sh"
 done
 unset MORI_SANITIZERS MORI_FUZZ_SECONDS MORI_BUILD_DIR
+# The scratch suite: two tests and one of the slow lane, which the count leaves out; the README holds it to 2.
+cat >"$tree/build/CTestTestfile.cmake" <<'CTEST'
+add_test(first "true")
+add_test(second "true")
+add_test(third "true")
+set_tests_properties(third PROPERTIES LABELS slow)
+CTEST
+echo "all 2 ctest tests passing" >"$tree/README.md"
 
 fail() {
   echo "FAIL ($case): $*"
@@ -70,6 +78,24 @@ case $case in
     for call in "sanitize asan" "sanitize tsan" "fuzz 10"; do
       ran "$call" || fail "the step '$call' did not run"
     done
+    ;;
+  test_count_short)
+    # A suite that lost a test group fails after the build and before the long steps.
+    echo "all 3 ctest tests passing" >"$tree/README.md"
+    expect nonzero "test.sh: ctest lists 2 tests \(the slow lane left out\), fewer than the 3 .*README.md gives" \
+      "MORI_BUILD_DIR=$tree/build"
+    ran build || fail "it did not build"
+    ! ran sanitize || fail "it ran a sanitizer lane after the count failed"
+    ;;
+  test_count_missing)
+    echo "no count here" >"$tree/README.md"
+    expect nonzero "test.sh: .*README.md gives no test count" "MORI_BUILD_DIR=$tree/build"
+    ;;
+  test_count_held)
+    expect zero "test.sh: ctest lists 2 tests \(the slow lane left out\); .*README.md gives 2" \
+      "MORI_BUILD_DIR=$tree/build"
+    grep -q "Total Test time" "$tree/out" || fail "the suite did not run"
+    ! grep -q "third" "$tree/out" || fail "the slow lane ran in the default suite"
     ;;
   *)
     echo "unknown case $case" >&2
