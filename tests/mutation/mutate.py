@@ -14,8 +14,8 @@ For every mutant of the list (tests/mutation/mutants.txt; its header gives the f
   4. restores the file's bytes, whatever happened.
 Before the first mutant it builds and runs every named test unmutated (the baseline), so that a test failing anyway
 cannot count as a catch. It refuses a mutant whose file has uncommitted changes, so it never overwrites work.
-The build directory (default build-mutate) is configured on first use like scripts/build.sh, and kept, so later
-runs rebuild only what a mutant touches. Exit status: 0 when every mutant was caught, 1 otherwise, 2 on bad input.
+The build directory (default build-mutate) is configured and built on first use like scripts/build.sh, and kept,
+so later runs rebuild only what a mutant touches. Exit status: 0 when every mutant was caught, 1 otherwise, 2 on bad input.
 """
 import argparse
 import json
@@ -79,6 +79,11 @@ def configure(build, log):
            "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic"]
     if run(cmd, log) != 0:
         sys.exit(f"mutate: configuring {build} failed; see {log}")
+    # The unit tests are discovered from their executables (doctest_discover_tests), so a new build directory
+    # lists them only once they are built: the first run builds everything, once.
+    print(f"mutate: building {build} once (later runs rebuild only what a mutant touches)", flush=True)
+    if run(["ninja", "-C", build], log) != 0:
+        sys.exit(f"mutate: building {build} failed; see {log}")
 
 
 def test_files(build, regex):
