@@ -73,7 +73,8 @@ def run(cmd, log, **kw):
 
 
 def configure(build, log):
-    if os.path.exists(os.path.join(build, "build.ninja")):
+    stamp = os.path.join(build, "mutate-built")
+    if os.path.exists(stamp):
         return
     cmd = ["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
            "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic"]
@@ -84,6 +85,7 @@ def configure(build, log):
     print(f"mutate: building {build} once (later runs rebuild only what a mutant touches)", flush=True)
     if run(["ninja", "-C", build], log) != 0:
         sys.exit(f"mutate: building {build} failed; see {log}")
+    open(stamp, "w").close()
 
 
 def test_files(build, regex):
