@@ -1,178 +1,34 @@
 // RdmaEngine<Provider> (transport/rdma_engine.hpp) against a software NIC built from the provider's
-// codec, in one process: many lanes post writes, reads and atomics into a 64-entry SQ that wraps
-// many times; error completions and dropped completions fail with the queue's indices.
+// codec (rdma_engine_fixture.hpp), in one process, for every provider: many lanes post writes,
+// reads and atomics into a 64-entry SQ that wraps many times; error completions and dropped
+// completions fail with the queue's indices.
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
-#include <thread>
+#include <type_traits>
 #include <vector>
 
-#include "backend/host/softnic/codec.hpp"
 #include "device_state_guard.hpp"
 #include "mori/host/launch.hpp"
-#include "mori/provider/ionic.hpp"
-#include "mori/provider/mlx5.hpp"
 #include "mori/state/gpu_states.hpp"
 #include "mori/transport/rdma_engine.hpp"
+#include "rdma_engine_fixture.hpp"
 
 namespace mp = mori::provider;
 namespace plat = mori::platform;
 using mori::host::launch;
-using mori::softnic::Codec;
-using mori::softnic::CompletionStatus;
 using mori::state::RdmaEndpoint;
 using mori::transport::RdmaEngine;
 using mp::Opcode;
 using mp::WorkRequest;
+using namespace mori::test::engine;
 
 namespace {
 
-constexpr uint32_t kSqWqes = 64;
-constexpr uint32_t kQpn = 7;
 constexpr int kPe = 1;
-constexpr uint64_t kNever = ~uint64_t{0};
-
-template <typename P>
-const Codec& codec_of();
-template <>
-const Codec& codec_of<mp::Mlx5>() {
-  return mori::softnic::mlx5_codec();
-}
-template <>
-const Codec& codec_of<mp::Ionic>() {
-  return mori::softnic::ionic_codec();
-}
-
-// One QP and a software NIC thread that executes its WQEs on this process's memory (keys are not
-// checked here). Fault injection: an error completion for WQE fail_at (then the QP stops), no
-// completions from WQE drop_from on.
-template <typename P>
-struct FakeQp {
-  const Codec& codec = codec_of<P>();
-  uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, P::sq_bytes(kSqWqes)));
-  std::vector<uint8_t> cq;
-  uint32_t dbr[2] = {};
-  uint64_t db = 0;
-  RdmaEndpoint ep{};
-  uint64_t fail_at = kNever, drop_from = kNever;
-  std::vector<uint8_t> fenced;  // by SQ index: the WQE carried the fence flag
-  std::string nic_error;        // the first WQE the codec rejected
-  std::atomic<bool> stop{false};
-  std::thread nic;
-
-  explicit FakeQp(size_t max_wqes = 0) : fenced(max_wqes, 0) {
-    std::memset(sq, 0, P::sq_bytes(kSqWqes));
-    // A ring of sq_wqes entries, as the driver hands it over: enough for one CQE per WQE.
-    const uint32_t cq_entries = kSqWqes;
-    cq.assign(cq_entries * P::kCqeBytes, 0);
-    P::init_cq(cq.data(), cq_entries);
-    ep.sq = sq;
-    ep.cq = cq.data();
-    ep.dbr = dbr;
-    ep.db = &db;
-    ep.sq_wqes = kSqWqes;
-    ep.cq_entries = cq_entries;
-    ep.qpn = kQpn;
-    ep.cqn = 0x42;
-  }
-  ~FakeQp() {
-    halt();
-    std::free(sq);
-  }
-  void start() {
-    nic = std::thread([this] { run(); });
-  }
-  void halt() {
-    stop.store(true);
-    if (nic.joinable()) nic.join();
-  }
-
-  void run() {
-    uint64_t last = 0, produced = 0;
-    bool broken = false;
-    while (!stop.load(std::memory_order_acquire)) {
-      const uint64_t announced = broken ? last : codec.announced(ep, last);
-      if (announced == last) {
-        std::this_thread::yield();
-        continue;
-      }
-      for (; last < announced; ++last) {
-        WorkRequest wr{};
-        std::string why;
-        if (!codec.decode(sq + (last & (kSqWqes - 1)) * P::kWqeBytes, last, &wr, &why) ||
-            (std::is_same_v<P, mp::Mlx5> && wr.qpn != kQpn)) {  // only mlx5's WQE names its QP
-          nic_error = "WQE " + std::to_string(last) + ": " + (why.empty() ? "wrong qpn" : why);
-          broken = true;
-          break;
-        }
-        if (last == fail_at) {
-          codec.complete(ep, &produced, last, wr, CompletionStatus::kRemoteAccess);
-          broken = true;  // the QP is in error: nothing after it executes
-          break;
-        }
-        if (last < fenced.size()) fenced[last] = wr.fence;
-        execute(wr);
-        if (wr.signaled && last < drop_from)
-          codec.complete(ep, &produced, last, wr, CompletionStatus::kSuccess);
-      }
-    }
-  }
-
-  static void execute(const WorkRequest& wr) {
-    auto* remote = reinterpret_cast<void*>(wr.remote_addr);
-    auto* local = reinterpret_cast<void*>(wr.local_addr);
-    switch (wr.opcode) {
-      case Opcode::kWrite:
-        std::memcpy(remote, local, wr.bytes);
-        break;
-      case Opcode::kWriteInline:
-        std::memcpy(remote, wr.inline_data, wr.bytes);
-        break;
-      case Opcode::kRead:
-        std::memcpy(local, remote, wr.bytes);
-        break;
-      case Opcode::kFetchAdd:
-        if (wr.width == 8) {
-          *static_cast<uint64_t*>(local) =
-              __atomic_fetch_add(static_cast<uint64_t*>(remote), wr.operand, __ATOMIC_SEQ_CST);
-        } else {
-          *static_cast<uint32_t*>(local) = __atomic_fetch_add(
-              static_cast<uint32_t*>(remote), static_cast<uint32_t>(wr.operand), __ATOMIC_SEQ_CST);
-        }
-        break;
-      case Opcode::kCompareSwap: {
-        uint64_t expected = wr.compare;
-        __atomic_compare_exchange_n(static_cast<uint64_t*>(remote), &expected, wr.operand, false,
-                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-        *static_cast<uint64_t*>(local) = expected;
-        break;
-      }
-    }
-  }
-};
-
 using DeviceState = mori::test::DeviceStateGuard;
-
-WorkRequest rdma(Opcode op, void* remote, const void* local, uint32_t bytes) {
-  WorkRequest wr{};
-  wr.opcode = op;
-  wr.remote_addr = reinterpret_cast<uint64_t>(remote);
-  wr.local_addr = reinterpret_cast<uint64_t>(local);
-  wr.bytes = bytes;
-  return wr;
-}
-
-WorkRequest fetch_add(void* remote, void* old, uint8_t width, uint64_t add) {
-  WorkRequest wr = rdma(Opcode::kFetchAdd, remote, old, 0);
-  wr.width = width;
-  wr.operand = add;
-  return wr;
-}
 
 // Under a sanitizer the stress runs a tenth of its iterations, still wrapping the SQ over 150
 // times: the full run takes over 5 minutes under TSan and 4 under ASan (a debug build), and a
@@ -243,11 +99,21 @@ void stress() {
   });
   REQUIRE_MESSAGE(status.ok(), status.message());
   qp.halt();
-  REQUIRE(qp.nic_error.empty());
+  REQUIRE_MESSAGE(qp.nic_error.empty(), qp.nic_error);
   CHECK(state.record.code == 0);
   CHECK(qp.ep.submitted == kTotal);
   CHECK(qp.ep.completed == kTotal);
   CHECK(qp.ep.reserved == kTotal);
+  if constexpr (std::is_same_v<P, mp::Bnxt>) {
+    // The NIC checked every WQE's MSN entry against its own count (FakeQp::accept), which ends at
+    // the initial PSN plus every WQE's packets (modulo 2^24): a write of b bytes sends
+    // ceil(b / 32), everything else 8 bytes or fewer, one packet.
+    uint64_t packets = kTotal - size_t{kLanes} * kIters;
+    for (int g = 0; g < kLanes; ++g)
+      for (int k = 0; k < kIters; ++k) packets += (1 + (g + k) % kSlot + kBnxtMtu - 1) / kBnxtMtu;
+    CHECK(qp.next_psn == ((kBnxtInitialPsn + packets) & 0xFFFFFF));
+    CHECK(qp.ep.provider_state == qp.next_psn);
+  }
 
   // Writes: byte-exact, nothing past each transfer.
   size_t bad = 0;
@@ -296,35 +162,40 @@ void stress() {
   CHECK(fenced <= read_src.size());
 }
 
-// Lanes post writes; WQE 300 completes with a remote access error.
+// Lanes post writes; WQE 300 completes with a remote access error. `status` is how the provider
+// names it: its text and its code, as the engine's message prints them.
 template <typename P>
-void error_completion() {
+void error_completion(const std::string& status) {
   using Engine = RdmaEngine<P>;
   FakeQp<P> qp;
   qp.fail_at = 300;
   DeviceState state(20'000'000'000);
   std::vector<uint8_t> src(4096, 0x5a), dst(4096, 0);
   qp.start();
-  auto status = launch({1}, {8}, [&] {
+  auto result = launch({1}, {8}, [&] {
     for (int k = 0; k < 100; ++k)
       Engine::post(qp.ep, rdma(Opcode::kWrite, dst.data(), src.data(), 64), kPe);
     Engine::quiet(qp.ep, kPe);
   });
   qp.halt();
   CHECK_MESSAGE(qp.nic_error.empty(), qp.nic_error);
-  REQUIRE(!status.ok());
-  const std::string message = status.message();
-  MESSAGE(message);
-  CHECK(message.find("error completion: remote access error") != std::string::npos);
-  CHECK(message.find("qp 7 posted ") != std::string::npos);
-  CHECK(message.find(", cq consumed ") != std::string::npos);
-  CHECK(message.find("(PE 1)") != std::string::npos);
+  REQUIRE(!result.ok());
+  // How far the other lanes had posted when the error was seen varies: past the failed WQE, and
+  // less than a ring beyond the WQEs completed before it (flow control).
+  const uint32_t posted = state.record.sq_posted;
+  CHECK(posted > 300);
+  CHECK(posted < 300 + kSqWqes);
+  // Every write is signalled (a lane's batch is one WQE): the CQ holds a completion for each of
+  // WQEs 0..299, then the error, and the poll that failed consumed them all.
+  const std::string expected = "RDMA " + std::string(P::kName) + " error completion: " + status +
+                               " on WQE 300, qp 7 posted " + std::to_string(posted) +
+                               ", completed 300, cq consumed 301 (PE 1)";
+  CHECK(result.message().find(expected) != std::string::npos);
+  CHECK(state.record.message == expected);
   CHECK(state.record.code == static_cast<uint32_t>(mori::state::DeviceErrorCode::kCompletionError));
   CHECK(state.record.pe == kPe);
   CHECK(state.record.qp == kQpn);
-  CHECK(state.record.sq_posted > 300);
-  CHECK(state.record.sq_completed <= 300);  // never past the failed WQE
-  CHECK(std::string(state.record.message).find("remote access error") != std::string::npos);
+  CHECK(state.record.sq_completed == 300);
 }
 
 // The NIC stops completing after WQE 4: quiet times out and names the queue's indices.
@@ -362,25 +233,24 @@ void dropped_completion() {
 
 }  // namespace
 
-TEST_CASE(
-    "engine mlx5: 256 lanes post >100k requests (10k under a sanitizer) through a 64-entry SQ, "
-    "byte-exact") {
-  stress<mp::Mlx5>();
-}
-TEST_CASE(
-    "engine ionic: 256 lanes post >100k requests (10k under a sanitizer) through a 64-entry SQ, "
-    "byte-exact") {
-  stress<mp::Ionic>();
-}
-TEST_CASE("engine mlx5: an error completion fails with the syndrome and the queue indices") {
-  error_completion<mp::Mlx5>();
-}
-TEST_CASE("engine ionic: an error completion fails with the status and the queue indices") {
-  error_completion<mp::Ionic>();
-}
-TEST_CASE("engine mlx5: a dropped completion makes quiet time out with the queue indices") {
-  dropped_completion<mp::Mlx5>();
-}
-TEST_CASE("engine ionic: a dropped completion makes quiet time out with the queue indices") {
-  dropped_completion<mp::Ionic>();
-}
+// Every provider's cases, from one list. The error completion's status is named as the provider
+// decodes it: mlx5 MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR = 0x13, Ionic IONIC_STS_REMOTE_ACC_ERR =
+// 9 (rdma-core providers/ionic/ionic_fw.h), BNXT BNXT_RE_REQ_ST_REM_ACC = 0x07 (bnxt_re-abi.h).
+#define MORI_ENGINE_CASES(P, family, status_name, status)                                     \
+  TEST_CASE("engine " family                                                                  \
+            ": 256 lanes post >100k requests (10k under a sanitizer) through a 64-entry SQ, " \
+            "byte-exact") {                                                                   \
+    stress<P>();                                                                              \
+  }                                                                                           \
+  TEST_CASE("engine " family ": an error completion fails with the " status_name              \
+            " and the queue indices") {                                                       \
+    error_completion<P>(status);                                                              \
+  }                                                                                           \
+  TEST_CASE("engine " family                                                                  \
+            ": a dropped completion makes quiet time out with the queue indices") {           \
+    dropped_completion<P>();                                                                  \
+  }
+
+MORI_ENGINE_CASES(mp::Mlx5, "mlx5", "syndrome", "remote access error (status 0x13)")
+MORI_ENGINE_CASES(mp::Ionic, "ionic", "status", "remote access error (status 0x9)")
+MORI_ENGINE_CASES(mp::Bnxt, "bnxt", "status", "remote access (status 0x7)")
