@@ -285,3 +285,105 @@ TEST_CASE("env: load refuses bad values, quoting the variable and its value") {
     CHECK(load_error() == expected);
   }
 }
+
+// Every numeric limit load() applies, exactly at the limit (accepted, with the value it gives) and
+// one past it (refused with the exact text).
+TEST_CASE("env: each limit is accepted exactly and refused one past it") {
+  struct Accepted {
+    const char* variable;
+    const char* text;
+    uint64_t value;
+  };
+  auto value_of = [](const env::Settings& s, const std::string& variable) -> uint64_t {
+    if (variable == "MORI_SHMEM_HEAP_SIZE") return s.heap_size;
+    if (variable == "MORI_NUM_QP_PER_PE") return static_cast<uint64_t>(s.num_qp_per_pe);
+    if (variable == "MORI_SHMEM_BOOTSTRAP_TIMEOUT")
+      return static_cast<uint64_t>(s.bootstrap_timeout.count());
+    if (variable == "MORI_SHMEM_TIMEOUT_MS") return s.timeout_ms;
+    if (variable == "MORI_SHMEM_PES_PER_NODE") return static_cast<uint64_t>(s.pes_per_node);
+    if (variable == "MORI_IB_GID_INDEX") return static_cast<uint64_t>(s.ib_gid_index);
+    if (variable == "MORI_RDMA_SQ_WQES") return s.rdma_sq_wqes;
+    FAIL("no field for " << variable);
+    return 0;
+  };
+  const Accepted accepted[] = {
+      {"MORI_SHMEM_HEAP_SIZE", "18446744073709551615", UINT64_MAX},
+      {"MORI_SHMEM_HEAP_SIZE", "18014398509481983K", ((uint64_t{1} << 54) - 1) << 10},
+      {"MORI_SHMEM_HEAP_SIZE", "17592186044415M", ((uint64_t{1} << 44) - 1) << 20},
+      {"MORI_SHMEM_HEAP_SIZE", "17179869183G", ((uint64_t{1} << 34) - 1) << 30},
+      {"MORI_SHMEM_HEAP_SIZE", "16777215T", ((uint64_t{1} << 24) - 1) << 40},
+      {"MORI_NUM_QP_PER_PE", "1", 1},
+      {"MORI_NUM_QP_PER_PE", "64", 64},
+      {"MORI_SHMEM_BOOTSTRAP_TIMEOUT", "1", 1000},
+      {"MORI_SHMEM_BOOTSTRAP_TIMEOUT", "9223372036854775", 9223372036854775000ull},
+      {"MORI_SHMEM_TIMEOUT_MS", "0", 0},
+      {"MORI_SHMEM_TIMEOUT_MS", "18446744073709551615", UINT64_MAX},
+      {"MORI_SHMEM_PES_PER_NODE", "1", 1},
+      {"MORI_SHMEM_PES_PER_NODE", "1048576", 1048576},
+      {"MORI_IB_GID_INDEX", "0", 0},
+      {"MORI_IB_GID_INDEX", "255", 255},
+      {"MORI_RDMA_SQ_WQES", "16", 16},
+      {"MORI_RDMA_SQ_WQES", "65536", 65536},
+  };
+  for (const auto& [variable, text, value] : accepted) {
+    CAPTURE(variable);
+    CAPTURE(text);
+    ScopedEnv scope({{variable, text}});
+    CHECK(value_of(must_load(), variable) == value);
+  }
+  const std::pair<std::pair<const char*, const char*>, std::string> refused[] = {
+      {{"MORI_SHMEM_HEAP_SIZE", "18446744073709551616"}, size_error("18446744073709551616")},
+      {{"MORI_SHMEM_HEAP_SIZE", "18014398509481984K"}, size_error("18014398509481984K")},
+      {{"MORI_SHMEM_HEAP_SIZE", "17592186044416M"}, size_error("17592186044416M")},
+      {{"MORI_SHMEM_HEAP_SIZE", "17179869184G"}, size_error("17179869184G")},
+      {{"MORI_SHMEM_HEAP_SIZE", "16777216T"}, size_error("16777216T")},
+      {{"MORI_SHMEM_BOOTSTRAP_TIMEOUT", "9223372036854776"},
+       "MORI_SHMEM_BOOTSTRAP_TIMEOUT=\"9223372036854776\" is too large: the most accepted is "
+       "9223372036854775"},
+      {{"MORI_SHMEM_TIMEOUT_MS", "18446744073709551616"},
+       "MORI_SHMEM_TIMEOUT_MS=\"18446744073709551616\" is too large: the most accepted is "
+       "18446744073709551615"},
+      {{"MORI_SHMEM_PES_PER_NODE", "1048577"},
+       "MORI_SHMEM_PES_PER_NODE=\"1048577\" is too large: the most accepted is 1048576"},
+      {{"MORI_RDMA_SQ_WQES", "15"},
+       "MORI_RDMA_SQ_WQES=\"15\" is too small: the least accepted is 16"},
+      {{"MORI_RDMA_SQ_WQES", "65537"},
+       "MORI_RDMA_SQ_WQES=\"65537\" is too large: the most accepted is 65536"},
+  };
+  for (const auto& [setting, expected] : refused) {
+    CAPTURE(setting.first);
+    CAPTURE(setting.second);
+    ScopedEnv scope({setting});
+    CHECK(load_error() == expected);
+  }
+}
+
+TEST_CASE("env: VMM chunks are whole pages, and the rounded-up heap must fit 64 bits") {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const std::string page_text = std::to_string(page);
+  for (const uint64_t chunk : {page, 2 * page}) {
+    const std::string chunk_text = std::to_string(chunk);
+    ScopedEnv scope({{"MORI_SHMEM_VMM_CHUNK_SIZE", chunk_text.c_str()}});
+    CHECK(must_load().vmm_chunk_size == chunk);
+  }
+  for (const uint64_t chunk : {page - 1, page + 1}) {
+    const std::string chunk_text = std::to_string(chunk);
+    ScopedEnv scope({{"MORI_SHMEM_VMM_CHUNK_SIZE", chunk_text.c_str()}});
+    CHECK(load_error() == "MORI_SHMEM_VMM_CHUNK_SIZE=\"" + chunk_text +
+                              "\" is not a multiple of the page size (" + page_text + ")");
+  }
+  // With page-sized chunks the largest heap that rounds up without overflow is 2^64 - page.
+  const std::string fits = std::to_string(0 - page), over = std::to_string(0 - page + 1);
+  {
+    ScopedEnv scope({{"MORI_SHMEM_MODE", "vmm_heap"},
+                     {"MORI_SHMEM_VMM_CHUNK_SIZE", page_text.c_str()},
+                     {"MORI_SHMEM_HEAP_SIZE", fits.c_str()}});
+    CHECK(must_load().heap_size == 0 - page);
+  }
+  ScopedEnv scope({{"MORI_SHMEM_MODE", "vmm_heap"},
+                   {"MORI_SHMEM_VMM_CHUNK_SIZE", page_text.c_str()},
+                   {"MORI_SHMEM_HEAP_SIZE", over.c_str()}});
+  CHECK(load_error() == "MORI_SHMEM_HEAP_SIZE of " + over +
+                            " bytes overflows when rounded up to whole " + page_text +
+                            "-byte VMM chunks");
+}

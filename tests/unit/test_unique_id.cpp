@@ -126,6 +126,44 @@ TEST_CASE("bootstrap unique ID: sealed but meaningless fields are malformed") {
   CHECK(decode_error(id) == "malformed unique ID: port 0");
 }
 
+// Each field check at its edges: the values next to each accepted one are refused.
+TEST_CASE("bootstrap unique ID: magic, version, family and port are checked at their edges") {
+  auto with = [](size_t offset, auto value) {
+    UniqueId id = sample_id();
+    store_le<decltype(value)>(id.bytes + offset, value);
+    seal_unique_id(&id);
+    return decode_error(id);
+  };
+  CHECK(with(kIdMagicOffset, kUniqueIdMagic) == "ok");
+  CHECK(with(kIdMagicOffset, kUniqueIdMagic - 1) == "not a mori unique ID");
+  CHECK(with(kIdMagicOffset, kUniqueIdMagic + 1) == "not a mori unique ID");
+  CHECK(with(kIdVersionOffset, uint16_t{1}) == "ok");
+  CHECK(with(kIdVersionOffset, uint16_t{0}) == "unique ID version 0, this library speaks 1");
+  CHECK(with(kIdVersionOffset, uint16_t{2}) == "unique ID version 2, this library speaks 1");
+  for (const uint16_t family : {4, 6}) CHECK(with(kIdFamilyOffset, family) == "ok");
+  for (const uint16_t family : {3, 5, 7}) {
+    CHECK(with(kIdFamilyOffset, family) ==
+          "malformed unique ID: unknown address family " + std::to_string(family));
+  }
+  CHECK(with(kIdPortOffset, uint16_t{0}) == "malformed unique ID: port 0");
+  for (const uint16_t port : {1, 65535}) {
+    CAPTURE(port);
+    UniqueId id = sample_id();
+    store_le<uint16_t>(id.bytes + kIdPortOffset, port);
+    seal_unique_id(&id);
+    UniqueIdFields fields;
+    REQUIRE(decode_unique_id(id, &fields).ok());
+    CHECK(fields.port == port);
+  }
+  // The checksum covers bytes 0..119 exactly: byte 119 is in it, and the checksum's own bytes are
+  // not hashed (a sealed ID whose last payload byte changed still decodes once resealed).
+  UniqueId id = sample_id();
+  id.bytes[kIdChecksumOffset - 1] ^= 1;
+  CHECK(decode_error(id) == "corrupted unique ID (checksum mismatch)");
+  seal_unique_id(&id);
+  CHECK(decode_error(id) == "ok");
+}
+
 TEST_CASE("bootstrap unique ID: new IDs listen on 127.0.0.1 and carry different random nonces") {
   EnvGuard guard("MORI_SOCKET_IFNAME");
   unsetenv("MORI_SOCKET_IFNAME");
