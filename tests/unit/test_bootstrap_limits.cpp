@@ -95,7 +95,20 @@ std::unique_ptr<Bootstrap> join_fake(FakeRoot& root, int size) {
   return boot;
 }
 
-// Rank 0 of a 3-rank job, joined by processes that claim `ranks` (rank, size) in their hellos;
+// A connection to rank 0 that sends a hello claiming `rank` and `size` (or, with a wrong magic,
+// something that is not a hello).
+Fd send_hello(const UniqueIdFields& at, uint32_t rank, uint32_t size,
+              uint32_t magic = kHelloMagic) {
+  const Deadline deadline(kTimeout);
+  Fd fd;
+  REQUIRE(connect_once(to_socket_address(at), deadline, &fd).ok());
+  uint8_t hello[kHelloBytes];
+  encode_hello(Hello{magic, kWireVersion, rank, size, at.nonce}, hello);
+  REQUIRE(send_all(fd.get(), hello, kHelloBytes, deadline).ok());
+  return fd;
+}
+
+// Rank 0 of a 3-rank job, joined by processes that claim `claims` (rank, size) in their hellos;
 // returns rank 0's verdict.
 std::string join_root(const std::vector<std::pair<uint32_t, uint32_t>>& claims) {
   Listening at;
@@ -103,15 +116,7 @@ std::string join_root(const std::vector<std::pair<uint32_t, uint32_t>>& claims) 
   Status result;
   std::jthread root([&] { result = join_as_root(at.listener, at.fields, 3, kTimeout, &peers); });
   std::vector<Fd> leaves;
-  for (const auto& [rank, size] : claims) {
-    const Deadline deadline(kTimeout);
-    Fd fd;
-    REQUIRE(connect_once(to_socket_address(at.fields), deadline, &fd).ok());
-    uint8_t hello[kHelloBytes];
-    encode_hello(Hello{kHelloMagic, kWireVersion, rank, size, at.fields.nonce}, hello);
-    REQUIRE(send_all(fd.get(), hello, kHelloBytes, deadline).ok());
-    leaves.push_back(std::move(fd));
-  }
+  for (const auto& [rank, size] : claims) leaves.push_back(send_hello(at.fields, rank, size));
   root.join();
   if (result.ok()) {
     CHECK(peers.size() == 3);
@@ -119,6 +124,14 @@ std::string join_root(const std::vector<std::pair<uint32_t, uint32_t>>& claims) 
     CHECK(peers[2].valid());
   }
   return text(result);
+}
+
+// Whether rank 0 has closed this connection (it reads as the end of the stream).
+bool closed_by_root(const Fd& fd, int wait_ms) {
+  pollfd pfd{fd.get(), POLLIN, 0};
+  if (::poll(&pfd, 1, wait_ms) <= 0) return false;
+  uint8_t byte;
+  return ::recv(fd.get(), &byte, 1, MSG_DONTWAIT) == 0;
 }
 
 }  // namespace
@@ -214,4 +227,38 @@ TEST_CASE("bootstrap limits: an allgather totalling exactly 1 GiB is sent, more 
   CHECK(root.frame.seq == 1);  // the refused calls sent nothing
   CHECK(root.frame.block == 1024);
   CHECK(root.frame.length == 1024);
+}
+
+TEST_CASE("bootstrap limits: rank 0 holds 2 * size + 16 connections without a hello, then drops") {
+  // A 3-rank job keeps up to 22 connections whose hello has not arrived. `silent` connections say
+  // nothing; then one sends something that is not a hello, and rank 0's refusal of it proves that
+  // every earlier connection was accepted (they are accepted in the order they were made).
+  auto flood = [](int silent, bool* first_dropped, bool* second_dropped) {
+    Listening at;
+    std::vector<Fd> peers;
+    Status result;
+    std::jthread root([&] { result = join_as_root(at.listener, at.fields, 3, kTimeout, &peers); });
+    std::vector<Fd> strays;
+    for (int i = 0; i < silent; ++i) {
+      strays.emplace_back();
+      REQUIRE(connect_once(to_socket_address(at.fields), Deadline(kTimeout), &strays.back()).ok());
+    }
+    Fd bad = send_hello(at.fields, 1, 3, ~kHelloMagic);
+    CHECK(text(recv_answer(bad.get(), 1, Frame{static_cast<uint16_t>(Op::kJoin), 0, 0, 0, 0},
+                           nullptr, Deadline(kTimeout), kTimeout)) ==
+          "bootstrap: rank 0 was sent something that is not a mori hello");
+    *first_dropped = closed_by_root(strays[0], 100);
+    *second_dropped = closed_by_root(strays[1], 0);
+    // The job goes on: ranks 1 and 2 join.
+    Fd one = send_hello(at.fields, 1, 3), two = send_hello(at.fields, 2, 3);
+    root.join();
+    CHECK(text(result) == "ok");
+  };
+  bool first = true, second = true;
+  flood(21, &first, &second);  // with the bad hello, 22 waiting: none dropped
+  CHECK_FALSE(first);
+  CHECK_FALSE(second);
+  flood(22, &first, &second);  // 23: the oldest is dropped, only it
+  CHECK(first);
+  CHECK_FALSE(second);
 }
