@@ -148,3 +148,15 @@ TEST_CASE("bootstrap channel: rank 0 gathers a frame of exactly 1 GiB, refuses 1
   // A small frame arrives whole.
   CHECK(gather(8, 8, false) == "ok");
 }
+
+TEST_CASE("bootstrap channel: ops 1 to 6 have names, the values around them are numbered") {
+  CHECK(op_name(0) == "op 0");
+  CHECK(op_name(1) == "join");
+  CHECK(op_name(2) == "allgather");
+  CHECK(op_name(3) == "alltoall");
+  CHECK(op_name(4) == "barrier");
+  CHECK(op_name(5) == "broadcast");
+  CHECK(op_name(6) == "error");
+  CHECK(op_name(7) == "op 7");
+  CHECK(op_name(65535) == "op 65535");
+}

@@ -95,17 +95,26 @@ std::unique_ptr<Bootstrap> join_fake(FakeRoot& root, int size) {
   return boot;
 }
 
-// A connection to rank 0 that sends a hello claiming `rank` and `size` (or, with a wrong magic,
-// something that is not a hello).
-Fd send_hello(const UniqueIdFields& at, uint32_t rank, uint32_t size,
-              uint32_t magic = kHelloMagic) {
+// A hello as rank `rank` of `size` would send it to the listener `at`.
+Hello hello_for(const UniqueIdFields& at, uint32_t rank, uint32_t size) {
+  return Hello{kHelloMagic, kWireVersion, rank, size, at.nonce};
+}
+
+// A connection to rank 0 that has sent `hello`.
+Fd send_hello(const UniqueIdFields& at, const Hello& hello) {
   const Deadline deadline(kTimeout);
   Fd fd;
   REQUIRE(connect_once(to_socket_address(at), deadline, &fd).ok());
-  uint8_t hello[kHelloBytes];
-  encode_hello(Hello{magic, kWireVersion, rank, size, at.nonce}, hello);
-  REQUIRE(send_all(fd.get(), hello, kHelloBytes, deadline).ok());
+  uint8_t bytes[kHelloBytes];
+  encode_hello(hello, bytes);
+  REQUIRE(send_all(fd.get(), bytes, kHelloBytes, deadline).ok());
   return fd;
+}
+
+// What rank 0 answers a connection's hello with: its reason for refusing it, or "ok" for kJoin.
+std::string answer_to(const Fd& fd) {
+  const Frame join{static_cast<uint16_t>(Op::kJoin), 0, 0, 0, 0};
+  return text(recv_answer(fd.get(), 1, join, nullptr, Deadline(kTimeout), kTimeout));
 }
 
 // Rank 0 of a 3-rank job, joined by processes that claim `claims` (rank, size) in their hellos;
@@ -116,7 +125,8 @@ std::string join_root(const std::vector<std::pair<uint32_t, uint32_t>>& claims) 
   Status result;
   std::jthread root([&] { result = join_as_root(at.listener, at.fields, 3, kTimeout, &peers); });
   std::vector<Fd> leaves;
-  for (const auto& [rank, size] : claims) leaves.push_back(send_hello(at.fields, rank, size));
+  for (const auto& [rank, size] : claims)
+    leaves.push_back(send_hello(at.fields, hello_for(at.fields, rank, size)));
   root.join();
   if (result.ok()) {
     CHECK(peers.size() == 3);
@@ -243,14 +253,15 @@ TEST_CASE("bootstrap limits: rank 0 holds 2 * size + 16 connections without a he
       strays.emplace_back();
       REQUIRE(connect_once(to_socket_address(at.fields), Deadline(kTimeout), &strays.back()).ok());
     }
-    Fd bad = send_hello(at.fields, 1, 3, ~kHelloMagic);
-    CHECK(text(recv_answer(bad.get(), 1, Frame{static_cast<uint16_t>(Op::kJoin), 0, 0, 0, 0},
-                           nullptr, Deadline(kTimeout), kTimeout)) ==
+    Hello bad = hello_for(at.fields, 1, 3);
+    bad.magic = ~kHelloMagic;
+    CHECK(answer_to(send_hello(at.fields, bad)) ==
           "bootstrap: rank 0 was sent something that is not a mori hello");
     *first_dropped = closed_by_root(strays[0], 100);
     *second_dropped = closed_by_root(strays[1], 0);
     // The job goes on: ranks 1 and 2 join.
-    Fd one = send_hello(at.fields, 1, 3), two = send_hello(at.fields, 2, 3);
+    Fd one = send_hello(at.fields, hello_for(at.fields, 1, 3));
+    Fd two = send_hello(at.fields, hello_for(at.fields, 2, 3));
     root.join();
     CHECK(text(result) == "ok");
   };
@@ -261,4 +272,29 @@ TEST_CASE("bootstrap limits: rank 0 holds 2 * size + 16 connections without a he
   flood(22, &first, &second);  // 23: the oldest is dropped, only it
   CHECK(first);
   CHECK_FALSE(second);
+}
+
+TEST_CASE(
+    "bootstrap limits: rank 0 refuses a hello of another wire version or nonce, and goes on") {
+  Listening at;
+  std::vector<Fd> peers;
+  Status result;
+  std::jthread root([&] { result = join_as_root(at.listener, at.fields, 2, kTimeout, &peers); });
+  for (const uint16_t version : {kWireVersion - 1, kWireVersion + 1}) {
+    Hello other = hello_for(at.fields, 1, 2);
+    other.version = version;
+    CHECK(answer_to(send_hello(at.fields, other)) == "bootstrap: wire version " +
+                                                         std::to_string(version) +
+                                                         " cannot join rank 0, which speaks 1");
+  }
+  for (const uint64_t nonce : {at.fields.nonce - 1, at.fields.nonce + 1}) {
+    Hello stale = hello_for(at.fields, 1, 2);
+    stale.nonce = nonce;
+    CHECK(answer_to(send_hello(at.fields, stale)) ==
+          "stale unique ID: nonce does not match the listener's");
+  }
+  const Fd one = send_hello(at.fields, hello_for(at.fields, 1, 2));
+  CHECK(answer_to(one) == "ok");
+  root.join();
+  CHECK(text(result) == "ok");
 }
