@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -159,4 +160,39 @@ TEST_CASE("bootstrap channel: ops 1 to 6 have names, the values around them are 
   CHECK(op_name(6) == "error");
   CHECK(op_name(7) == "op 7");
   CHECK(op_name(65535) == "op 65535");
+}
+
+TEST_CASE("bootstrap channel: a hello and a frame header fill exactly their documented bytes") {
+  // Each field a distinct value, so that a field at the wrong offset or width shows.
+  uint8_t hello[kHelloBytes + 1];
+  hello[kHelloBytes] = 0xee;  // past the end: never written
+  encode_hello(Hello{kHelloMagic, 0x0201, 0x06050403, 0x0a090807, 0x1211100f0e0d0c0bull}, hello);
+  const uint8_t hello_bytes[kHelloBytes] = {0x48, 0x45, 0x4c, 0x4f, 0x01, 0x02, 0,    0,
+                                            0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
+                                            0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12};
+  CHECK(std::memcmp(hello, hello_bytes, kHelloBytes) == 0);
+  CHECK(hello[kHelloBytes] == 0xee);
+  const Hello h = decode_hello(hello);
+  CHECK(h.magic == kHelloMagic);
+  CHECK(h.version == 0x0201);
+  CHECK(h.rank == 0x06050403u);
+  CHECK(h.size == 0x0a090807u);
+  CHECK(h.nonce == 0x1211100f0e0d0c0bull);
+
+  uint8_t frame[kFrameBytes + 1];
+  frame[kFrameBytes] = 0xee;
+  encode_frame(Frame{0x0201, 0x06050403, 0x0e0d0c0b0a090807ull, 0x1211100f, 0x1a19181716151413ull},
+               frame);
+  const uint8_t frame_bytes[kFrameBytes] = {0x01, 0x02, 0,    0,    0x03, 0x04, 0x05, 0x06,
+                                            0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e,
+                                            0x0f, 0x10, 0x11, 0x12, 0,    0,    0,    0,
+                                            0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a};
+  CHECK(std::memcmp(frame, frame_bytes, kFrameBytes) == 0);
+  CHECK(frame[kFrameBytes] == 0xee);
+  const Frame f = decode_frame(frame);
+  CHECK(f.op == 0x0201);
+  CHECK(f.seq == 0x06050403u);
+  CHECK(f.block == 0x0e0d0c0b0a090807ull);
+  CHECK(f.root == 0x1211100fu);
+  CHECK(f.length == 0x1a19181716151413ull);
 }
