@@ -15,60 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "backend/host/softnic/softnic.hpp"
-#include "device_state_guard.hpp"
-#include "mori/host/launch.hpp"
-#include "mori/provider/bnxt.hpp"
-#include "mori/provider/ionic.hpp"
-#include "mori/provider/mlx5.hpp"
 #include "mori/state/gpu_states.hpp"
-#include "mori/transport/rdma_engine.hpp"
-
-namespace mp = mori::provider;
-namespace sn = mori::softnic;
-namespace plat = mori::platform;
-using mori::host::launch;
-using mori::state::RdmaEndpoint;
-using mori::transport::RdmaEngine;
-using mp::Opcode;
-using mp::WorkRequest;
+#include "softnic_rig.hpp"
 
 namespace {
 
-constexpr uint32_t kSqWqes = 64, kQpn = 7, kRkey = 0x1234, kLkey = 0x55;
-constexpr int kPe = 1;
-constexpr uint64_t kRemoteBase = 0x7f0000000000;  // PE 1's heap in PE 1's address space
-constexpr size_t kHeapWords = 8192, kLocalWords = 8192;
-
-// Per provider: its codec and the status texts its poll_cq reports (bnxt's omit "error").
-template <typename P>
-struct Traits;
-template <>
-struct Traits<mp::Mlx5> {
-  static const sn::Codec& codec() { return sn::mlx5_codec(); }
-  static constexpr const char* kRemoteAccess = "remote access error";
-  static constexpr const char* kLocalProtection = "local protection error";
-  static constexpr const char* kInvalid = "remote invalid request error";
-  static constexpr const char* kGeneral = "remote operation error";
-};
-template <>
-struct Traits<mp::Ionic> {
-  static const sn::Codec& codec() { return sn::ionic_codec(); }
-  static constexpr const char* kRemoteAccess = "remote access error";
-  static constexpr const char* kLocalProtection = "local protection error";
-  static constexpr const char* kInvalid = "remote invalid request error";
-  static constexpr const char* kGeneral = "local QP operation error";
-};
-template <>
-struct Traits<mp::Bnxt> {
-  static const sn::Codec& codec() { return sn::bnxt_codec(); }
-  static constexpr const char* kRemoteAccess = "remote access";
-  static constexpr const char* kLocalProtection = "local protection";
-  static constexpr const char* kInvalid = "remote invalid request";
-  static constexpr const char* kGeneral = "remote operation";
-};
-
-using DeviceState = mori::test::DeviceStateGuard;
+using namespace mori::test::softnic_rig;
 
 // Sets MORI_SOFTNIC_FAULT for the scope (also when a REQUIRE leaves it early).
 struct FaultEnv {
@@ -76,74 +28,10 @@ struct FaultEnv {
   ~FaultEnv() { ::unsetenv("MORI_SOFTNIC_FAULT"); }
 };
 
-// One QP to PE 1, PE 1's heap, this process's registered buffer, and a SoftNic serving the QP.
 template <typename P>
-struct Rig {
-  uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, P::sq_bytes(kSqWqes)));
-  std::vector<uint8_t> cq;
-  uint32_t dbr[2] = {};
-  uint64_t db = 0;
-  RdmaEndpoint ep{};
-  std::vector<uint64_t> heap = std::vector<uint64_t>(kHeapWords, 0);    // PE 1's memory
-  std::vector<uint64_t> local = std::vector<uint64_t>(kLocalWords, 0);  // registered with kLkey
-  std::unique_ptr<sn::SoftNic> nic;
-
-  explicit Rig(sn::SoftNicOptions options = no_env(), uint32_t initial_psn = 0) {
-    std::memset(sq, 0, P::sq_bytes(kSqWqes));
-    // A CQ ring, one CQE per outstanding WQE, as the driver hands it over.
-    const uint32_t entries = kSqWqes;
-    cq.assign(entries * P::kCqeBytes, 0);
-    P::init_cq(cq.data(), entries);
-    ep.sq = sq, ep.cq = cq.data(), ep.dbr = dbr, ep.db = &db;
-    ep.sq_wqes = kSqWqes, ep.cq_entries = entries, ep.qpn = kQpn, ep.cqn = 0x42;
-    ep.provider_word[0] = 4096;       // bnxt's path MTU
-    ep.provider_state = initial_psn;  // bnxt's next PSN, seeded as the runtime seeds it
-    sn::MemoryTable table;
-    table.remote.push_back({kPe, kRemoteBase, kHeapWords * 8, kRkey, heap.data()});
-    table.local.push_back({reinterpret_cast<uint64_t>(local.data()), kLocalWords * 8, kLkey});
-    nic = std::make_unique<sn::SoftNic>(Traits<P>::codec(),
-                                        std::vector<sn::ServedEndpoint>{{&ep, kPe, initial_psn}},
-                                        table, options);
-  }
-  ~Rig() {
-    nic->stop();
-    std::free(sq);
-  }
-  static sn::SoftNicOptions no_env() {
-    sn::SoftNicOptions o;
-    o.read_env = false;  // a MORI_SOFTNIC_FAULT in the caller's environment must not leak in
-    return o;
-  }
-  void start() { REQUIRE(nic->start().ok()); }
-  uint64_t remote(size_t word) const { return kRemoteBase + word * 8; }
-  WorkRequest rdma(Opcode op, uint64_t remote_addr, size_t local_word, uint32_t bytes) {
-    WorkRequest wr{};
-    wr.opcode = op, wr.remote_addr = remote_addr, wr.rkey = kRkey, wr.lkey = kLkey;
-    wr.local_addr = reinterpret_cast<uint64_t>(&local[local_word]), wr.bytes = bytes;
-    return wr;
-  }
-  WorkRequest atomic(Opcode op, size_t remote_word, size_t old_word, uint8_t width, uint64_t v,
-                     uint64_t compare = 0) {
-    WorkRequest wr = rdma(op, remote(remote_word), old_word, 0);
-    wr.width = width, wr.operand = v, wr.compare = compare;
-    return wr;
-  }
-};
-
-// Lanes post through the engine, then quiet; returns the launch's message ("" when it succeeded).
-template <typename P, typename Body>
-std::string run_lanes(Rig<P>& rig, int blocks, int threads, Body body) {
-  auto status = launch({static_cast<unsigned>(blocks)}, {static_cast<unsigned>(threads)}, [&] {
-    body(plat::block_rank() * threads + plat::thread_rank());
-    RdmaEngine<P>::quiet(rig.ep, kPe);
-  });
-  return status.ok() ? std::string{} : status.message();
-}
-
-template <typename P>
-void data_path() {
+void data_path(sn::SoftNicOptions options = Rig<P>::no_env()) {
   using Engine = RdmaEngine<P>;
-  Rig<P> rig;
+  Rig<P> rig(options);
   DeviceState state(20'000'000'000);
   constexpr int kLanes = 16, kIters = 40, kSlotWords = 8;
   // Local layout: source slots, read destinations, old values of fetch-adds and compare-swaps.
@@ -403,6 +291,11 @@ TYPE_TO_STRING(mp::Bnxt);
 #define MORI_PROVIDERS mp::Mlx5, mp::Ionic, mp::Bnxt
 TEST_CASE_TEMPLATE("softnic: writes, reads, inline writes and atomics, exact", P, MORI_PROVIDERS) {
   data_path<P>();
+}
+TEST_CASE_TEMPLATE("softnic: the same, exact, in the adversarial mode", P, MORI_PROVIDERS) {
+  sn::SoftNicOptions options = Rig<P>::no_env();
+  options.adversary.on = true;
+  data_path<P>(options);
 }
 TEST_CASE_TEMPLATE("softnic: bad keys, out-of-bounds ranges, misaligned atomics", P,
                    MORI_PROVIDERS) {

@@ -121,6 +121,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     MORI_TRY(open_locks());
     softnic::SoftNicOptions options;
     options.private_locks = &locks_;
+    options.nic_id = static_cast<uint64_t>(rt_.rank);  // the adversary: each PE its own choices
     options.log_prefix =
         "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + state::nic_name(nic_) + "): ";
     softnic_ =

@@ -93,6 +93,14 @@ Status SoftNic::start() {
     if (const char* env = std::getenv("MORI_SOFTNIC_FAULT"); env != nullptr && *env != 0) {
       if (Status s = parse_faults(env, &options_.faults); !s.ok()) return s;
     }
+    if (Status s = parse_adversary(std::getenv("MORI_SOFTNIC_ADVERSARIAL"),
+                                   std::getenv("MORI_SOFTNIC_SEED"), &options_.adversary);
+        !s.ok())
+      return s;
+  }
+  for (size_t i = 0; i < queues_.size(); ++i) {  // each QP its own stream of choices
+    uint64_t seed = options_.adversary.seed ^ (options_.nic_id * 0x100000001b3ull);
+    queues_[i].adv.rng = next_random(&seed) ^ i;
   }
   stop_.store(false, std::memory_order_relaxed);
   thread_ = std::thread([this] { run(); });
@@ -137,12 +145,14 @@ void SoftNic::run() {
   uint32_t idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     bool progress = false;
+    waiting_ = false;
     for (size_t i = 0; i < queues_.size(); ++i) {
       Queue& q = queues_[i];
-      progress |= service(q);
-      processed_[i].store(q.broken ? kBroken : q.next, std::memory_order_release);
+      progress |= options_.adversary.on ? service_adversarial(q) : service(q);
+      processed_[i].store(q.broken ? kBroken : first_unfinished(q), std::memory_order_release);
     }
-    if (progress) {
+    if (progress || waiting_) {  // timed adversarial work: microseconds, too short to sleep
+      if (!progress) std::this_thread::yield();
       idle = 0;
     } else if (idle < options_.spin_rounds) {
       ++idle;
@@ -167,38 +177,12 @@ bool SoftNic::service(Queue& q) {
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.faults.delay_ms));
   for (; q.next < announced; ++q.next) {
     const uint64_t index = q.next;
-    const uint8_t* wqe = ep.sq + (index & (ep.sq_wqes - 1)) * codec_.wqe_bytes;
     WorkRequest wr{};
     std::string why;
-    CompletionStatus status = CompletionStatus::kSuccess;
-    if (!codec_.decode(wqe, index, &wr, &why)) {
-      status = CompletionStatus::kRemoteInvalidRequest;
-    } else if (wr.qpn != 0 && (wr.qpn & 0xffffff) != (ep.qpn & 0xffffff)) {
-      // Only mlx5's WQE names its QP; a WQE for another QP is garbage on this one.
-      status = CompletionStatus::kRemoteInvalidRequest;
-      why = "WQE names qp " + std::to_string(wr.qpn) + ", not " + std::to_string(ep.qpn);
-    } else if (codec_.check_sequence && !codec_.check_sequence(ep, index, wr, &q.next_psn, &why)) {
-      status = CompletionStatus::kGeneral;  // the NIC's own sequence disagrees: a driver bug
-    } else if (index == options_.faults.error_at) {
-      status = CompletionStatus::kGeneral;
-      why = "injected error (MORI_SOFTNIC_FAULT error:" + std::to_string(index) + ")";
-    } else {
-      status = execute(q, wr, &why);
-    }
+    CompletionStatus status = decode_checked(q, index, &wr, &why);
+    if (status == CompletionStatus::kSuccess) status = execute(q, wr, &why);
     if (status != CompletionStatus::kSuccess) {
-      // The error CQE names this WQE; a decode failure has no trustworthy fields, so the codec
-      // gets the index and whatever decode filled in (opcode defaults to a write).
-      wr.index = index;
-      codec_.complete(ep, &q.cq_produced, index, wr, status);
-      q.broken = true;
-      // The WQEs announced with this one are dropped without completions, and flush() completes
-      // those of later doorbells (softnic.hpp).
-      q.next = announced;
-      std::lock_guard<std::mutex> lock(mutex_);
-      q.error = "WQE " + std::to_string(index) + ": " + why;
-      if (!options_.log_prefix.empty()) {
-        std::fprintf(stderr, "%sqp %u: %s\n", options_.log_prefix.c_str(), ep.qpn, q.error.c_str());
-      }
+      fail_queue(q, index, wr, status, why);
       return true;
     }
     executed_.fetch_add(1, std::memory_order_relaxed);
@@ -206,6 +190,42 @@ bool SoftNic::service(Queue& q) {
       codec_.complete(ep, &q.cq_produced, index, wr, status);
   }
   return true;
+}
+
+CompletionStatus SoftNic::decode_checked(Queue& q, uint64_t index, WorkRequest* wr,
+                                         std::string* why) {
+  const state::RdmaEndpoint& ep = *q.served.ep;
+  const uint8_t* wqe = ep.sq + (index & (ep.sq_wqes - 1)) * codec_.wqe_bytes;
+  if (!codec_.decode(wqe, index, wr, why)) return CompletionStatus::kRemoteInvalidRequest;
+  if (wr->qpn != 0 && (wr->qpn & 0xffffff) != (ep.qpn & 0xffffff)) {
+    // Only mlx5's WQE names its QP; a WQE for another QP is garbage on this one.
+    *why = "WQE names qp " + std::to_string(wr->qpn) + ", not " + std::to_string(ep.qpn);
+    return CompletionStatus::kRemoteInvalidRequest;
+  }
+  if (codec_.check_sequence && !codec_.check_sequence(ep, index, *wr, &q.next_psn, why))
+    return CompletionStatus::kGeneral;  // the NIC's own sequence disagrees: a driver bug
+  if (index == options_.faults.error_at) {
+    *why = "injected error (MORI_SOFTNIC_FAULT error:" + std::to_string(index) + ")";
+    return CompletionStatus::kGeneral;
+  }
+  return CompletionStatus::kSuccess;
+}
+
+void SoftNic::fail_queue(Queue& q, uint64_t index, WorkRequest wr, CompletionStatus status,
+                         const std::string& why) {
+  state::RdmaEndpoint& ep = *q.served.ep;
+  // The error CQE names this WQE; a decode failure has no trustworthy fields, so the codec gets
+  // the index and whatever decode filled in (opcode defaults to a write).
+  wr.index = index;
+  codec_.complete(ep, &q.cq_produced, index, wr, status);
+  q.broken = true;
+  // The WQEs announced with this one are dropped without completions, and flush() completes
+  // those of later doorbells (softnic.hpp).
+  q.next = q.announced;
+  std::lock_guard<std::mutex> lock(mutex_);
+  q.error = "WQE " + std::to_string(index) + ": " + why;
+  if (!options_.log_prefix.empty())
+    std::fprintf(stderr, "%sqp %u: %s\n", options_.log_prefix.c_str(), ep.qpn, q.error.c_str());
 }
 
 // A QP in the error state executes nothing more, and completes every WQE of a later doorbell with
@@ -302,78 +322,94 @@ bool SoftNic::local_ok(uint32_t lkey, uint64_t addr, uint64_t bytes, std::string
   return false;
 }
 
+CompletionStatus SoftNic::check_rdma(const Queue& q, const WorkRequest& wr, RemoteSpan* remote,
+                                     std::string* why) {
+  const int pe = q.served.target_pe;
+  if (wr.opcode == Opcode::kWriteInline) {
+    if (wr.bytes > 256) {  // the codecs reject longer inline data; never overrun
+      *why = "inline write of " + std::to_string(wr.bytes) + " bytes";
+      return CompletionStatus::kLocalLength;
+    }
+  } else {
+    // A zero-length RDMA request moves nothing and checks no key (IBTA 9.4.3, 9.4.4).
+    if (wr.bytes == 0) return CompletionStatus::kSuccess;
+    if (!local_ok(wr.lkey, wr.local_addr, wr.bytes, why)) return CompletionStatus::kLocalProtection;
+  }
+  std::lock_guard<std::mutex> lock(memory_mutex_);
+  return translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, remote, why)
+             ? CompletionStatus::kSuccess
+             : CompletionStatus::kRemoteAccess;
+}
+
+CompletionStatus SoftNic::remote_atomic_op(const Queue& q, const WorkRequest& wr, uint64_t* old,
+                                           std::string* why) {
+  const int pe = q.served.target_pe;
+  if (wr.width != 4 && wr.width != 8) {
+    *why = "atomic of width " + std::to_string(wr.width);
+    return CompletionStatus::kRemoteInvalidRequest;
+  }
+  if (wr.remote_addr % wr.width != 0) {
+    *why = "misaligned " + std::to_string(wr.width) + "-byte atomic at " + hex(wr.remote_addr);
+    return CompletionStatus::kRemoteInvalidRequest;
+  }
+  if (!local_ok(wr.lkey, wr.local_addr, wr.width, why)) return CompletionStatus::kLocalProtection;
+  RemoteSpan remote;
+  {
+    std::lock_guard<std::mutex> lock(memory_mutex_);
+    if (!translate_remote(pe, wr.rkey, wr.remote_addr, wr.width, &remote, why))
+      return CompletionStatus::kRemoteAccess;
+  }
+  if (remote.mapped == nullptr)
+    return private_atomic(pe, remote, wr, old, why) ? CompletionStatus::kSuccess
+                                                    : CompletionStatus::kRemoteAccess;
+  // std::atomic_ref needs the mapping aligned too (a region mapped at an odd offset).
+  if (reinterpret_cast<uintptr_t>(remote.mapped) % wr.width != 0) {
+    *why = "atomic target " + hex(wr.remote_addr) + " misaligned in this process's mapping";
+    return CompletionStatus::kRemoteInvalidRequest;
+  }
+  *old = wr.width == 8 ? remote_atomic<uint64_t>(remote.mapped, wr)
+                       : remote_atomic<uint32_t>(remote.mapped, wr);
+  return CompletionStatus::kSuccess;
+}
+
+void SoftNic::land_atomic_result(const WorkRequest& wr, uint64_t old) const {
+  if (wr.width == 8) {
+    std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, 8);  // host order
+    return;
+  }
+  uint32_t old32 = static_cast<uint32_t>(old);
+  if (codec_.result32_big_endian) old32 = __builtin_bswap32(old32);  // as the NIC lands them
+  std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old32, 4);
+}
+
 // Checks and performs one decoded request. The checks come in the order a NIC meets them: the
 // request's form, the local key (the requester's own DMA), then the remote key (the responder's).
 CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::string* why) {
-  const int pe = q.served.target_pe;
-  std::lock_guard<std::mutex> lock(memory_mutex_);
-  RemoteSpan remote;
-  const bool atomic = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
-  if (atomic) {
-    if (wr.width != 4 && wr.width != 8) {
-      *why = "atomic of width " + std::to_string(wr.width);
-      return CompletionStatus::kRemoteInvalidRequest;
-    }
-    if (wr.remote_addr % wr.width != 0) {
-      *why = "misaligned " + std::to_string(wr.width) + "-byte atomic at " + hex(wr.remote_addr);
-      return CompletionStatus::kRemoteInvalidRequest;
-    }
-    if (!local_ok(wr.lkey, wr.local_addr, wr.width, why)) return CompletionStatus::kLocalProtection;
-    if (!translate_remote(pe, wr.rkey, wr.remote_addr, wr.width, &remote, why))
-      return CompletionStatus::kRemoteAccess;
+  if (wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap) {
     uint64_t old = 0;
-    if (remote.mapped == nullptr) {
-      if (!private_atomic(pe, remote, wr, &old, why)) return CompletionStatus::kRemoteAccess;
-    } else {
-      // std::atomic_ref needs the mapping aligned too (a region mapped at an odd offset).
-      if (reinterpret_cast<uintptr_t>(remote.mapped) % wr.width != 0) {
-        *why = "atomic target " + hex(wr.remote_addr) + " misaligned in this process's mapping";
-        return CompletionStatus::kRemoteInvalidRequest;
-      }
-      old = wr.width == 8 ? remote_atomic<uint64_t>(remote.mapped, wr)
-                          : remote_atomic<uint32_t>(remote.mapped, wr);
-    }
-    if (wr.width == 8) {
-      std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old, 8);  // host order
-    } else {
-      uint32_t old32 = static_cast<uint32_t>(old);
-      if (codec_.result32_big_endian)
-        old32 = __builtin_bswap32(old32);  // the bytes as the NIC lands them
-      std::memcpy(reinterpret_cast<void*>(wr.local_addr), &old32, 4);
-    }
-    return CompletionStatus::kSuccess;
+    const CompletionStatus status = remote_atomic_op(q, wr, &old, why);
+    if (status == CompletionStatus::kSuccess) land_atomic_result(wr, old);
+    return status;
   }
-  switch (wr.opcode) {
-    case Opcode::kWriteInline: {
-      if (!translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, &remote, why))
-        return CompletionStatus::kRemoteAccess;
-      if (wr.bytes == 0) return CompletionStatus::kSuccess;
-      uint8_t data[256];
-      if (wr.bytes > sizeof data) {  // the codecs reject longer inline data; never overrun
-        *why = "inline write of " + std::to_string(wr.bytes) + " bytes";
-        return CompletionStatus::kLocalLength;
-      }  // copied out of the WQE: process_vm_writev wants a mutable iovec
-      std::memcpy(data, wr.inline_data, std::min<size_t>(wr.bytes, sizeof data));
-      return copy_remote(remote, data, wr.bytes, true, why) ? CompletionStatus::kSuccess
-                                                            : CompletionStatus::kRemoteAccess;
-    }
-    case Opcode::kWrite:
-    case Opcode::kRead: {
-      // A zero-length RDMA request moves nothing and checks no key (IBTA 9.4.3, 9.4.4).
-      if (wr.bytes == 0) return CompletionStatus::kSuccess;
-      if (!local_ok(wr.lkey, wr.local_addr, wr.bytes, why))
-        return CompletionStatus::kLocalProtection;
-      if (!translate_remote(pe, wr.rkey, wr.remote_addr, wr.bytes, &remote, why))
-        return CompletionStatus::kRemoteAccess;
-      return copy_remote(remote, reinterpret_cast<void*>(wr.local_addr), wr.bytes,
-                         wr.opcode == Opcode::kWrite, why)
-                 ? CompletionStatus::kSuccess
-                 : CompletionStatus::kRemoteAccess;
-    }
-    default:
-      *why = "opcode " + std::to_string(static_cast<unsigned>(wr.opcode)) + " not executed";
-      return CompletionStatus::kRemoteInvalidRequest;
+  if (wr.opcode != Opcode::kWrite && wr.opcode != Opcode::kRead &&
+      wr.opcode != Opcode::kWriteInline) {
+    *why = "opcode " + std::to_string(static_cast<unsigned>(wr.opcode)) + " not executed";
+    return CompletionStatus::kRemoteInvalidRequest;
   }
+  RemoteSpan remote;
+  const CompletionStatus status = check_rdma(q, wr, &remote, why);
+  if (status != CompletionStatus::kSuccess || wr.bytes == 0) return status;
+  void* local = const_cast<void*>(wr.opcode == Opcode::kWriteInline
+                                      ? wr.inline_data
+                                      : reinterpret_cast<const void*>(wr.local_addr));
+  uint8_t data[256];
+  if (wr.opcode == Opcode::kWriteInline) {  // copied out of the WQE: process_vm_writev wants a
+    std::memcpy(data, wr.inline_data, wr.bytes);  // mutable iovec
+    local = data;
+  }
+  return copy_remote(remote, local, wr.bytes, wr.opcode != Opcode::kRead, why)
+             ? CompletionStatus::kSuccess
+             : CompletionStatus::kRemoteAccess;
 }
 
 }  // namespace mori::softnic

@@ -22,6 +22,9 @@
 //                completions are cumulative)
 //   delay_ms:M   every newly announced doorbell is processed M ms late
 // e.g. MORI_SOFTNIC_FAULT=error:12,delay_ms:5.
+//
+// Adversarial mode (SoftNicOptions::adversary, or MORI_SOFTNIC_ADVERSARIAL=1 with
+// MORI_SOFTNIC_SEED): the NIC uses the freedoms the ordering rules leave it (adversary.hpp).
 #pragma once
 
 #include <atomic>
@@ -33,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/host/softnic/adversary.hpp"
 #include "backend/host/softnic/codec.hpp"
 #include "backend/host/softnic/pe_locks.hpp"
 #include "mori/state/rdma_endpoint.hpp"
@@ -85,7 +89,10 @@ Status parse_faults(std::string_view text, Faults* faults);
 
 struct SoftNicOptions {
   Faults faults;
-  bool read_env = true;        // start() merges MORI_SOFTNIC_FAULT into `faults`
+  bool read_env = true;        // start() merges MORI_SOFTNIC_FAULT into `faults`, and
+                               // MORI_SOFTNIC_ADVERSARIAL / MORI_SOFTNIC_SEED into `adversary`
+  Adversary adversary;         // off unless adversary.on
+  uint64_t nic_id = 0;         // told apart in the adversary's seeds (the runtime: the PE)
   uint32_t spin_rounds = 64;   // idle rounds that only yield before the NIC starts sleeping
   uint32_t max_sleep_us = 50;  // the idle backoff's ceiling: the doorbell-to-execution latency
   std::string log_prefix;      // non-empty: a QP entering the error state is logged to stderr
@@ -118,6 +125,8 @@ class SoftNic {
   std::string qp_error(size_t i) const;
   // WQEs executed so far (all endpoints), for tests and diagnostics.
   uint64_t executed() const { return executed_.load(std::memory_order_relaxed); }
+  // What the adversarial mode did so far (read after stop(), or as a racy snapshot).
+  AdversaryStats adversary_stats() const;
 
  private:
   struct Queue {
@@ -128,11 +137,19 @@ class SoftNic {
     uint32_t next_psn = 0;  // the NIC's send PSN count (Codec::check_sequence)
     bool broken = false;    // the QP is in the error state
     std::string error;      // guarded by mutex_
+    AdversaryQueue adv;     // adversarial mode only
   };
 
   void run();
   bool service(Queue& q);
   bool flush(Queue& q);
+  // Decodes WQE `index` and checks what the NIC checks before executing it (its QP, the PSN
+  // sequence, an injected error). On failure returns the status and says why.
+  CompletionStatus decode_checked(Queue& q, uint64_t index, provider::WorkRequest* wr,
+                                  std::string* why);
+  // Completes WQE `index` with `status`, puts the QP in the error state and records why.
+  void fail_queue(Queue& q, uint64_t index, provider::WorkRequest wr, CompletionStatus status,
+                  const std::string& why);
   CompletionStatus execute(const Queue& q, const provider::WorkRequest& wr, std::string* why);
   // Where a remote range lives: mapped here (`mapped` set) or in process `pid` at `addr`.
   struct RemoteSpan {
@@ -140,6 +157,25 @@ class SoftNic {
     int pid = 0;
     uint64_t addr = 0;
   };
+  // A write's or read's checks: its keys and ranges. *remote: where its remote range lives.
+  CompletionStatus check_rdma(const Queue& q, const provider::WorkRequest& wr, RemoteSpan* remote,
+                              std::string* why);
+  // An atomic at the responder: checks, then the operation; *old: the value before it.
+  CompletionStatus remote_atomic_op(const Queue& q, const provider::WorkRequest& wr, uint64_t* old,
+                                    std::string* why);
+  // An atomic's old value lands at wr.local_addr, in the bytes the NIC writes.
+  void land_atomic_result(const provider::WorkRequest& wr, uint64_t old) const;
+
+  // The adversarial mode (adversary.cpp): service() of one QP, and its steps.
+  bool service_adversarial(Queue& q);
+  bool accept_doorbell(Queue& q, Clock::time_point now);
+  bool start_turn(Queue& q, Clock::time_point now);
+  bool advance_flights(Queue& q, Clock::time_point now);
+  bool place_chunks(Flight& f, size_t count);
+  void finish(Queue& q, Flight& f, Clock::time_point now);
+  void finish_all(Queue& q, Clock::time_point now);
+  bool write_completions(Queue& q, Clock::time_point now, bool all);
+  uint64_t first_unfinished(const Queue& q) const;
   bool translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes, RemoteSpan* out,
                         std::string* why) const;
   bool copy_remote(const RemoteSpan& remote, void* local, uint64_t bytes, bool to_remote,
@@ -159,6 +195,12 @@ class SoftNic {
   // Per queue: WQEs processed so far, kBroken once the QP is in the error state (read by drain).
   static constexpr uint64_t kBroken = ~uint64_t{0};
   std::vector<std::atomic<uint64_t>> processed_;
+  // Adversarial mode: some QP has timed work (run() then yields instead of sleeping), and counts.
+  bool waiting_ = false;
+  struct AtomicStats {
+    std::atomic<uint64_t> doorbells_seen{0}, doorbells_accepted{0}, writes_split{0},
+        reads_deferred{0}, passed_deferred{0}, atomics_deferred{0}, cqes_delayed{0};
+  } stats_;
   std::thread thread_;
 };
 
