@@ -172,6 +172,44 @@ void stream(const Order& order) {
   REQUIRE(shmem::barrier_all() == 0);  // nobody frees a channel a peer still writes
 }
 
+// fence orders a get before the later operations to the same PE (sync.hpp: "operations to each PE
+// are delivered in the order they were issued"). Over RDMA a READ may read late, after a later
+// write or atomic of its QP to the same word has landed, unless that one carries the fence flag
+// (docs/rdma-engine.md, the adversarial mode). Each PE gets the next PE's word, fences, then
+// overwrites it (p) or adds 1 to it (an AMO), round after round: get r must return r, the value
+// from before round r's update.
+void get_then_update(bool by_amo) {
+  constexpr uint64_t kRounds = 2000;
+  Session s;
+  CAPTURE(by_amo);
+  auto* word = static_cast<uint64_t*>(shmem::malloc(sizeof(uint64_t)));  // the previous PE's
+  REQUIRE(word != nullptr);
+  *word = 0;
+  Registered<uint64_t> got(kRounds, ~uint64_t{0});  // the gets' destinations
+  const int next = (s.me + 1) % s.n;
+  REQUIRE(shmem::barrier_all() == 0);
+  launch({1}, {1}, [&] {
+    for (uint64_t r = 0; r < kRounds; ++r) {
+      shmem::get_nbi(&got[r], word, 1, next);
+      shmem::fence(next);
+      if (by_amo)
+        shmem::atomic_add(word, uint64_t{1}, next);
+      else
+        shmem::p(word, r + 1, next);
+    }
+    shmem::quiet();
+  });
+  uint64_t bad = 0;
+  std::string first;  // the first get that saw a later update
+  for (uint64_t r = 0; r < kRounds; ++r)
+    if (got[r] != r && bad++ == 0)
+      first = "round " + std::to_string(r) + " got " + std::to_string(got[r]);
+  CHECK_MESSAGE(first == "", bad, " gets saw a later update");  // the fail-fast line shows `first`
+  REQUIRE(all_ranks(bad == 0));
+  REQUIRE(shmem::barrier_all() == 0);  // the previous PE is done with our word
+  CHECK(shmem::free(word) == 0);
+}
+
 // Launches `call` with a bad PE and checks the trap's message and the device-error record.
 template <typename F>
 void expect_bad_pe(const char* api, int pe, int n, F&& call) {
@@ -194,6 +232,13 @@ TEST_CASE("fence: a put, then fence, then a put of a flag: the peer never sees t
 
 TEST_CASE("quiet: a put, then quiet, then a put of a flag: the peer never sees the flag first") {
   for (const Order& o : kQuiets) stream(o);
+}
+
+TEST_CASE(
+    "fence: a get, then fence, then a p or an AMO on the same word: the get reads the value "
+    "from before") {
+  get_then_update(false);
+  get_then_update(true);
 }
 
 TEST_CASE("quiet and fence with a PE out of range trap, naming the call and the range") {
