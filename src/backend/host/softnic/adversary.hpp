@@ -41,13 +41,13 @@ struct Range {
 struct Adversary {
   bool on = false;
   uint64_t seed = 1;                   // MORI_SOFTNIC_SEED; mixed with the NIC's id and the QP
-  Range doorbell_hold_us{0, 30};       // how long a new doorbell value may wait for later ones
-  Range doorbell_count{1, 4};          // ... or until this many doorbell values have been seen
-  Range cqe_delay_us{0, 30};           // from a request's last byte to its CQE
+  Range doorbell_hold_us{0, 10};       // how long a new doorbell value may wait for later ones
+  Range doorbell_count{1, 3};          // ... or until this many doorbell values have been seen
+  Range cqe_delay_us{0, 10};           // from a request's last byte to its CQE
   uint32_t read_defer_percent = 50;    // reads that read the rest of their data late
-  Range read_delay_us{0, 60};          // ... how late
+  Range read_delay_us{0, 20};          // ... how late
   uint32_t atomic_defer_percent = 50;  // atomics whose old value lands late
-  Range atomic_delay_us{0, 30};        // ... how late
+  Range atomic_delay_us{0, 10};        // ... how late
   uint32_t chunk_bytes = 64;           // the placement unit, aligned in the remote address space
   uint32_t max_chunks = 64;            // per request: longer ones use proportionally larger units
   Range chunks_per_round{1, 8};        // chunks of one write placed per NIC round
