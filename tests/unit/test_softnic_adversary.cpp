@@ -34,10 +34,6 @@ sn::SoftNicOptions quiet_adversary() {
   return o;
 }
 
-uint64_t load(uint64_t& word) {
-  return std::atomic_ref<uint64_t>(word).load(std::memory_order_acquire);
-}
-
 // A 4100-byte write at remote offset 8 lands as 65 chunks of the 64-byte lines it spans (the
 // first 56 bytes, the last 12), each once, not in address order.
 template <typename P>
@@ -84,21 +80,29 @@ template <typename P>
 void late_completion() {
   sn::SoftNicOptions options = quiet_adversary();
   options.adversary.cqe_delay_us = {300'000, 300'000};
+  // The NIC says when the chunk has landed (release), and the lane reads the data after that
+  // (acquire): polling the word while the NIC copies into it would be a data race under TSan.
+  std::atomic<bool> placed{false};
+  options.adversary.on_place = [&](uint64_t, uint64_t, uint64_t) {
+    placed.store(true, std::memory_order_release);
+  };
   Rig<P> rig(options);
   DeviceState state(20'000'000'000);
   rig.local[0] = 77;
   rig.start();
-  uint64_t completed_at_landing = ~uint64_t{0};
+  uint64_t completed_at_landing = ~uint64_t{0}, seen = 0;
   auto landed = std::chrono::steady_clock::now();
   const std::string failure = run_lanes(rig, 1, 1, [&](int) {
     RdmaEngine<P>::post(rig.ep, rig.rdma(Opcode::kWrite, rig.remote(0), 0, 8), kPe);
-    while (load(rig.heap[0]) != 77) std::this_thread::yield();
+    while (!placed.load(std::memory_order_acquire)) std::this_thread::yield();
     landed = std::chrono::steady_clock::now();
+    seen = rig.heap[0];
     RdmaEngine<P>::poll(rig.ep, kPe);
     completed_at_landing = rig.ep.completed;
   });
   const auto waited = std::chrono::steady_clock::now() - landed;
   REQUIRE_MESSAGE(failure.empty(), failure);
+  CHECK(seen == 77);
   CHECK(completed_at_landing == 0);
   CHECK(rig.ep.completed == 1);
   CHECK(waited >= milliseconds(250));
