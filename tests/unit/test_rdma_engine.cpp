@@ -15,6 +15,7 @@
 #include "mori/state/gpu_states.hpp"
 #include "mori/transport/rdma_engine.hpp"
 #include "rdma_engine_fixture.hpp"
+#include "sanitized.hpp"
 
 namespace mp = mori::provider;
 namespace plat = mori::platform;
@@ -33,17 +34,7 @@ using DeviceState = mori::test::DeviceStateGuard;
 // Under a sanitizer the stress runs a tenth of its iterations, still wrapping the SQ over 150
 // times: the full run takes over 5 minutes under TSan and 4 under ASan (a debug build), and a
 // sanitizer finds a race or a bad access on the first wraps as well as on the thousandth.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = mori::platform::detail::kTsan;
-#endif
-#else
-constexpr bool kSanitized = mori::platform::detail::kTsan;
-#endif
+using mori::test::kSanitized;
 
 template <typename P>
 void stress() {
