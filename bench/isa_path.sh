@@ -18,7 +18,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 MORI_BITCODE_DEFINES="-DMORI_RDMA_MLX5=1 -DMORI_RDMA_BNXT=0 -DMORI_RDMA_IONIC=0 -DMORI_ISA_PATH_MARKERS=1" \
-  MORI_ABI_MANIFEST_TOOL=$manifest_tool \
+  MORI_ABI_MANIFEST_TOOL=$manifest_tool MORI_BITCODE_HOST=0 \
   bash "$root/tools/build_shmem_bitcode.sh" "$work" gfx942 >/dev/null
 
 mapfile -t rows < <(grep -v '^[[:space:]]*\(#\|$\)' "$spec")

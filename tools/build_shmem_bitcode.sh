@@ -15,7 +15,7 @@
 #
 # Environment: MORI_DEVICE_CXX (default clang++-19), LLVM_SUFFIX (default -19, for llvm-dis,
 # llvm-as, llvm-nm and opt), MORI_ABI_MANIFEST_TOOL (a built mori_abi_manifest; otherwise compiled
-# here).
+# here), MORI_BITCODE_HOST=0 (leave the host flavour out: the ISA checks, which read amdgcn only).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,12 +108,16 @@ for arch in "${archs[@]}"; do
   build "libmori_shmem_device_$arch" amdgcn -x hip --offload-arch="$arch" -nogpuinc -nogpulib \
     --offload-device-only -fgpu-rdc
 done
-build libmori_shmem_device_host host -DMORI_BACKEND_HOST=1 -fPIC
+host=${MORI_BITCODE_HOST:-1}
+if [ "$host" != 0 ]; then
+  build libmori_shmem_device_host host -DMORI_BACKEND_HOST=1 -fPIC
+fi
 
 # ---- publish, only once everything passed --------------------------------------------------------
 for arch in "${archs[@]}"; do
   mv "$work/libmori_shmem_device_$arch.bc" "$outdir/lib/"
 done
 cp "$outdir/lib/libmori_shmem_device_${archs[0]}.bc" "$outdir/lib/libmori_shmem_device.bc"
-mv "$work/libmori_shmem_device_host.bc" "$work/mori_shmem_device_abi.json" "$outdir/lib/"
+[ "$host" = 0 ] || mv "$work/libmori_shmem_device_host.bc" "$outdir/lib/"
+mv "$work/mori_shmem_device_abi.json" "$outdir/lib/"
 echo "build_shmem_bitcode: $(wc -l <"$work/names") functions, in $outdir/lib"
