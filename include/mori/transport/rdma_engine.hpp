@@ -185,17 +185,17 @@ struct RdmaEngine {
       // it completed. A flush may name none (Ionic's): completed_through stays where it was.
       const uint64_t failed = p.completed_through - 1;
       const uint64_t through = p.completed_through > load(&ep.completed) ? failed : kFromEndpoint;
-      state::fail(
-          {state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(ep, through)},
-          [&](state::Message& m) {
-            m << "RDMA " << Provider::kName << " error completion: " << p.status_text << " (status "
-              << hex(p.status) << ") on ";
-            if (through == kFromEndpoint)
-              m << "a WQE the CQE does not name, ";
-            else
-              m << "WQE " << failed << ", ";
-            describe_queue(m, ep, pe, through);
-          });
+      const QueueSnapshot q = snapshot(ep, through);
+      state::fail({state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(q)},
+                  [&](state::Message& m) {
+                    m << "RDMA " << Provider::kName << " error completion: " << p.status_text
+                      << " (status " << hex(p.status) << ") on ";
+                    if (through == kFromEndpoint)
+                      m << "a WQE the CQE does not name, ";
+                    else
+                      m << "WQE " << failed << ", ";
+                    describe_queue(m, q, pe);
+                  });
     }
     // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote
     // before the CQE (poll_cq read the CQE with acquire): read data, old values of atomics.
@@ -320,28 +320,36 @@ struct RdmaEngine {
 
   // The queue's indices for the device-error record (low 32 bits). `completed`: the WQEs known
   // complete (ep.completed unless an error CQE says more).
-  MORI_DEVICE MORI_COLD_INLINE static state::QueueNote note(const RdmaEndpoint& ep,
-                                                            uint64_t completed = kFromEndpoint) {
-    return {ep.qpn, static_cast<uint32_t>(load(&ep.submitted)),
-            static_cast<uint32_t>(completed == kFromEndpoint ? load(&ep.completed) : completed),
-            static_cast<uint32_t>(load(&ep.cq_consumed))};
+  // The queue's counters, read once: the failure record's fields and its message both come from
+  // one snapshot, so they agree while other lanes go on posting.
+  struct QueueSnapshot {
+    uint32_t qpn;
+    uint64_t posted, completed, consumed;
+  };
+  MORI_DEVICE MORI_COLD_INLINE static QueueSnapshot snapshot(const RdmaEndpoint& ep,
+                                                             uint64_t completed = kFromEndpoint) {
+    return {ep.qpn, load(&ep.submitted),
+            completed == kFromEndpoint ? load(&ep.completed) : completed, load(&ep.cq_consumed)};
+  }
+
+  MORI_DEVICE static state::QueueNote note(const QueueSnapshot& q) {
+    return {q.qpn, static_cast<uint32_t>(q.posted), static_cast<uint32_t>(q.completed),
+            static_cast<uint32_t>(q.consumed)};
   }
 
   // "qp 7 posted 12, completed 10, cq consumed 3 (PE 1)"
-  MORI_DEVICE MORI_COLD_INLINE static void describe_queue(state::Message& m, const RdmaEndpoint& ep,
-                                                          int pe,
-                                                          uint64_t completed = kFromEndpoint) {
-    m << "qp " << ep.qpn << " posted " << load(&ep.submitted) << ", completed "
-      << (completed == kFromEndpoint ? load(&ep.completed) : completed) << ", cq consumed "
-      << load(&ep.cq_consumed) << " (PE " << pe << ")";
+  MORI_DEVICE static void describe_queue(state::Message& m, const QueueSnapshot& q, int pe) {
+    m << "qp " << q.qpn << " posted " << q.posted << ", completed " << q.completed
+      << ", cq consumed " << q.consumed << " (PE " << pe << ")";
   }
 
   [[noreturn]] MORI_DEVICE MORI_COLD_INLINE static void time_out(const RdmaEndpoint& ep, int pe,
                                                                  const char* call) {
-    state::fail({state::DeviceErrorCode::kTimeout, pe, 0, load(&ep.completed), true, note(ep)},
+    const QueueSnapshot q = snapshot(ep);
+    state::fail({state::DeviceErrorCode::kTimeout, pe, 0, q.completed, true, note(q)},
                 [&](state::Message& m) {
                   state::timeout_prefix(m, call);
-                  describe_queue(m, ep, pe);
+                  describe_queue(m, q, pe);
                 });
   }
 
