@@ -318,10 +318,9 @@ struct RdmaEngine {
     platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.submitted, next);
   }
 
-  // The queue's indices for the device-error record (low 32 bits). `completed`: the WQEs known
-  // complete (ep.completed unless an error CQE says more).
-  // The queue's counters, read once: the failure record's fields and its message both come from
-  // one snapshot, so they agree while other lanes go on posting.
+  // The queue's counters, read once: the failure record's fields (note(), low 32 bits) and its
+  // message (describe_queue()) both come from one snapshot, so they agree while other lanes go on
+  // posting. `completed`: the WQEs known complete (ep.completed unless an error CQE says more).
   struct QueueSnapshot {
     uint32_t qpn;
     uint64_t posted, completed, consumed;
