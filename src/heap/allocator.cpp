@@ -1,5 +1,7 @@
-// First fit over [0, capacity). Nothing here depends on addresses, time or randomness: the offsets
-// are a function of the call sequence alone, which is what keeps the heap symmetric across PEs.
+// First fit over [0, capacity). Nothing here depends on time or randomness, and the one address
+// it reads, the origin, matters only modulo the alignment asked for, which is the same on every PE
+// (allocator.hpp): the offsets are a function of the call sequence alone, which is what keeps the
+// heap symmetric across PEs.
 #include "heap/allocator.hpp"
 
 #include <cstdio>
@@ -7,13 +9,24 @@
 
 namespace mori::heap {
 
-SymmetricAllocator::SymmetricAllocator(size_t capacity) : capacity_(capacity) {
+SymmetricAllocator::SymmetricAllocator(size_t capacity, uintptr_t origin, size_t max_alignment)
+    : capacity_(capacity), max_alignment_(max_alignment), free_(origin) {
   free_.add(0, capacity);
 }
 
-Status SymmetricAllocator::allocate(size_t size, size_t alignment, size_t* offset) {
+Status SymmetricAllocator::check_alignment(size_t alignment) const {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     return Status::error("alignment " + std::to_string(alignment) + " is not a power of two");
+  if (alignment > max_alignment_) {
+    return Status::error("alignment " + std::to_string(alignment) + " exceeds " +
+                         std::to_string(max_alignment_) +
+                         ", the largest supported (every PE's heap base is a multiple of it)");
+  }
+  return {};
+}
+
+Status SymmetricAllocator::allocate(size_t size, size_t alignment, size_t* offset) {
+  MORI_TRY(check_alignment(alignment));
   // A zero-size block still takes room, so that it has an offset no other live block shares.
   const size_t reserved = size ? size : alignment;
   const std::optional<size_t> at = free_.take_first_fit(reserved, alignment);

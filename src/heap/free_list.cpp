@@ -66,20 +66,23 @@ NodePtr merge(NodePtr a, NodePtr b) {
   return b;
 }
 
-// Padding from `hole`'s start to the first `alignment` boundary, if `size` bytes fit after it.
-std::optional<size_t> fit_padding(const Node& hole, size_t size, size_t alignment) {
-  const size_t pad = (alignment - hole.offset % alignment) % alignment;
+// Padding from `hole`'s start to the first offset whose address (origin + offset) is a multiple of
+// `alignment`, if `size` bytes fit after it. Unsigned wraparound keeps the residue right even when
+// origin + offset overflows, since `alignment` divides 2^64.
+std::optional<size_t> fit_padding(const Node& hole, uintptr_t origin, size_t size,
+                                  size_t alignment) {
+  const size_t pad = (alignment - (origin + hole.offset) % alignment) % alignment;
   if (pad > hole.size || size > hole.size - pad) return std::nullopt;
   return pad;
 }
 
 // The lowest hole that can hold `size` at `alignment`. Subtrees whose largest hole is smaller than
 // `size` are never entered.
-const Node* find_first_fit(const Node* n, size_t size, size_t alignment) {
+const Node* find_first_fit(const Node* n, uintptr_t origin, size_t size, size_t alignment) {
   if (!n || n->max_size < size) return nullptr;
-  if (const Node* hit = find_first_fit(n->left.get(), size, alignment)) return hit;
-  if (fit_padding(*n, size, alignment)) return n;
-  return find_first_fit(n->right.get(), size, alignment);
+  if (const Node* hit = find_first_fit(n->left.get(), origin, size, alignment)) return hit;
+  if (fit_padding(*n, origin, size, alignment)) return n;
+  return find_first_fit(n->right.get(), origin, size, alignment);
 }
 
 // The hole with the greatest offset below `offset`, and the one with the least offset above it.
@@ -132,7 +135,7 @@ void collect(const Node* n, std::vector<FreeList::Hole>* out) {
 
 }  // namespace
 
-FreeList::FreeList() = default;
+FreeList::FreeList(uintptr_t origin) : origin_(origin) {}
 FreeList::~FreeList() = default;
 FreeList::FreeList(FreeList&&) noexcept = default;
 FreeList& FreeList::operator=(FreeList&&) noexcept = default;
@@ -155,10 +158,10 @@ void FreeList::add(size_t offset, size_t size) {
 }
 
 std::optional<size_t> FreeList::take_first_fit(size_t size, size_t alignment) {
-  const Node* hit = find_first_fit(root_.get(), size, alignment);
+  const Node* hit = find_first_fit(root_.get(), origin_, size, alignment);
   if (!hit) return std::nullopt;
   const Hole hole{hit->offset, hit->size};
-  const size_t pad = *fit_padding(*hit, size, alignment);
+  const size_t pad = *fit_padding(*hit, origin_, size, alignment);
   const size_t at = hole.offset + pad;
   erase(&root_, hole.offset);
   --count_;

@@ -1,11 +1,13 @@
-// heap::SymmetricAllocator: determinism, alignment, coalescing, error texts, and a seeded storm
-// of allocations and releases checked against a brute-force model.
+// heap::SymmetricAllocator: determinism, alignment of the address (origin + offset) whatever the
+// origin, the alignment limit, coalescing, error texts, and a seeded storm of allocations and
+// releases checked against a brute-force model.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "heap/allocator.hpp"
@@ -15,6 +17,9 @@ using mori::heap::SymmetricAllocator;
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
+// A heap base that is aligned to nothing beyond 1 byte: origin + offset is aligned only if the
+// allocator pads for the origin, not just for the offset.
+constexpr uintptr_t kOddOrigin = 0x7f3a12345679;
 
 size_t must_allocate(SymmetricAllocator& a, size_t size, size_t alignment) {
   size_t offset = ~size_t{0};
@@ -62,6 +67,67 @@ TEST_CASE("allocator: offsets honour the alignment asked for") {
       CHECK(a.allocation_size(offset) == 1000 + static_cast<size_t>(i));
     }
   }
+}
+
+TEST_CASE("allocator: the address origin + offset honours the alignment, not just the offset") {
+  for (size_t alignment :
+       {size_t{8}, size_t{256}, size_t{4096}, size_t{1} << 16, size_t{1} << 20, size_t{4} << 20}) {
+    CAPTURE(alignment);
+    SymmetricAllocator a(64 * kMiB, kOddOrigin);
+    // In an empty heap the first fit is the first aligned address: exactly this far in.
+    const size_t first = must_allocate(a, 100, alignment);
+    CHECK(first == (alignment - kOddOrigin % alignment) % alignment);
+    CHECK((kOddOrigin + first) % alignment == 0);
+    // Fragment the heap with odd-sized blocks, free every other one, and ask again: the holes now
+    // start at arbitrary addresses, and the first fit must pad each from its own address.
+    std::vector<size_t> odd;
+    for (int i = 0; i < 40; ++i) odd.push_back(must_allocate(a, 1000 + 77 * i, 1));
+    for (size_t i = 0; i < odd.size(); i += 2) must_release(a, odd[i]);
+    for (int i = 0; i < 12; ++i) {
+      const size_t offset = must_allocate(a, 333 + 1000 * i, alignment);
+      CAPTURE(offset);
+      CHECK((kOddOrigin + offset) % alignment == 0);
+      CHECK(a.allocation_size(offset) == 333 + 1000 * static_cast<size_t>(i));
+    }
+  }
+}
+
+TEST_CASE("allocator: origins that differ by a multiple of the limit give the same offsets") {
+  // Two PEs' heap bases, both multiples of 64 MiB, and a third that is not.
+  SymmetricAllocator a(256 * kMiB, 0x7f0004000000, 64 * kMiB);
+  SymmetricAllocator b(256 * kMiB, 0x7f1230000000, 64 * kMiB);
+  SymmetricAllocator c(256 * kMiB, 0x7f1230000000 + 4096, 64 * kMiB);
+  bool c_differs = false;
+  for (int k = 3; k <= 26; ++k) {
+    const size_t alignment = size_t{1} << k, size = 977 * static_cast<size_t>(k) + 1;
+    CAPTURE(alignment);
+    const size_t offset = must_allocate(a, size, alignment);
+    CHECK(must_allocate(b, size, alignment) == offset);
+    c_differs |= must_allocate(c, size, alignment) != offset;
+  }
+  CHECK(c_differs);  // the congruence is what keeps the heap symmetric
+}
+
+TEST_CASE("allocator: an alignment above max_alignment is refused, naming the limit") {
+  SymmetricAllocator a(256 * kMiB, kOddOrigin, 64 * kMiB);
+  CHECK(a.max_alignment() == 64 * kMiB);
+  size_t offset = 12345;
+  for (size_t alignment : {128 * kMiB, size_t{1} << 40}) {
+    CAPTURE(alignment);
+    const mori::Status s = a.allocate(64, alignment, &offset);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.message() == "alignment " + std::to_string(alignment) +
+                             " exceeds 67108864, the largest supported (every PE's heap base is a "
+                             "multiple of it)");
+    CHECK(a.check_alignment(alignment).message() == s.message());
+    CHECK(offset == 12345);
+  }
+  CHECK(a.used() == 0);
+  CHECK(a.check_alignment(3).message() == "alignment 3 is not a power of two");
+  // The limit itself is accepted.
+  CHECK(a.check_alignment(64 * kMiB).ok());
+  offset = must_allocate(a, 1, 64 * kMiB);
+  CHECK((kOddOrigin + offset) % (64 * kMiB) == 0);
 }
 
 TEST_CASE("allocator: an alignment that is not a power of two is refused, naming it") {
@@ -164,9 +230,15 @@ TEST_CASE("allocator: high_water is one past the highest live byte") {
 // every other live block, and placed at the lowest offset first fit allows.
 TEST_CASE("allocator: a seeded storm of allocations and releases matches a reference model") {
   constexpr size_t kCapacity = 4 * kMiB;
-  for (uint64_t seed : {1u, 2u, 3u}) {
+  // (seed, origin): the storm over a base at 0 and over bases aligned to nothing.
+  const std::pair<uint64_t, uintptr_t> runs[] = {
+      {1, 0}, {2, 0}, {3, 0}, {4, kOddOrigin}, {5, kOddOrigin + 0x1000}};
+  for (const auto& run : runs) {
+    const uint64_t seed = run.first;
+    const uintptr_t origin = run.second;
     CAPTURE(seed);
-    SymmetricAllocator a(kCapacity);
+    CAPTURE(origin);
+    SymmetricAllocator a(kCapacity, origin);
     std::map<size_t, size_t> model;  // live offset -> reserved size
     std::mt19937_64 rng(seed);
     size_t failures = 0;
@@ -181,10 +253,11 @@ TEST_CASE("allocator: a seeded storm of allocations and releases matches a refer
       const size_t size = rng() % 8 == 0 ? rng() % (512 * 1024) : rng() % 4096;
       const size_t alignment = size_t{1} << (rng() % 14);
       const size_t reserved = size ? size : alignment;
-      // First fit by brute force: the lowest aligned offset in a gap between live blocks.
+      // First fit by brute force: the lowest offset in a gap between live blocks whose address
+      // (origin + offset) is aligned.
       size_t expected = ~size_t{0}, cursor = 0;
       auto consider = [&](size_t gap_end) {
-        const size_t at = (cursor + alignment - 1) / alignment * alignment;
+        const size_t at = (origin + cursor + alignment - 1) / alignment * alignment - origin;
         if (expected == ~size_t{0} && at <= gap_end && reserved <= gap_end - at) expected = at;
       };
       for (const auto& [offset, bytes] : model) {
