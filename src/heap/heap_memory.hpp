@@ -25,6 +25,15 @@ namespace mori::heap {
 
 enum class Mode { Static, Vmm };
 
+// Every backend places this PE's heap, base(), at a multiple of this. An offset aligned to any
+// power of two up to it is then an aligned address on every PE, which is how malloc_align keeps
+// both its promise (an aligned address) and symmetry (the same offset everywhere); larger
+// alignments are refused. 64 MiB, the default VMM chunk: costs only address space on the host
+// backend, where the range is over-reserved and trimmed, and at most this much device memory on
+// the hip backend, where the allocation is over-sized. The public name is
+// mori::shmem::kMaxAlignment.
+inline constexpr size_t kBaseAlignment = size_t{64} << 20;
+
 struct HeapConfig {
   Mode mode = Mode::Static;
   size_t size = 0;         // bytes of every PE's heap; a multiple of chunk_size in VMM mode
@@ -36,11 +45,12 @@ struct HeapConfig {
 class HeapMemory {
  public:
   virtual ~HeapMemory() = default;
-  // This PE's heap: [base(), base() + size()).
+  // This PE's heap: [base(), base() + size()). base() is a multiple of kBaseAlignment.
   virtual char* base() const = 0;
   virtual size_t size() const = 0;
   // Where this process reaches PE `pe`'s heap, or nullptr when `pe` is not on this node (not
-  // P2P-reachable). For this PE it is base().
+  // P2P-reachable). For this PE it is base(). A multiple of kBaseAlignment on the host backend;
+  // on the hip backend HIP places peers' IPC mappings, so only their page alignment is known.
   virtual char* peer_base(int pe) const = 0;
   // Bytes from offset 0 that are backed on every PE and mapped for every same-node peer.
   virtual size_t mapped() const = 0;

@@ -1,7 +1,14 @@
 // The hip backend's heap memory: one uncached device allocation per PE (hipExtMallocWithFlags),
 // shared with same-node peers through IPC handles (hipIpcGetMemHandle / hipIpcOpenMemHandle).
+//
+// HIP documents no alignment for an allocation beyond what any type needs, so the allocation is
+// kBaseAlignment larger than the heap, and the heap starts at its first kBaseAlignment boundary
+// (heap_memory.hpp): aligned by construction, whatever address HIP returns. An IPC handle names the
+// whole allocation, so each PE also publishes how far into it its heap starts, and a peer's view
+// of that heap begins the same distance into the peer's mapping.
 #include <hip/hip_runtime_api.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,30 +35,37 @@ Status check(hipError_t e, const char* what) {
 class HipStaticHeap final : public HeapMemory {
  public:
   ~HipStaticHeap() override {
-    for (size_t pe = 0; pe < peers_.size(); ++pe)
-      if (peers_[pe] && peers_[pe] != base_) (void)hipIpcCloseMemHandle(peers_[pe]);
-    if (base_) (void)hipFree(base_);
+    for (size_t pe = 0; pe < mappings_.size(); ++pe)
+      if (mappings_[pe] && mappings_[pe] != allocation_) (void)hipIpcCloseMemHandle(mappings_[pe]);
+    if (allocation_) (void)hipFree(allocation_);
   }
   Status create(const HeapConfig& config, bootstrap::Bootstrap& boot,
                 const std::vector<bool>& same_node) {
     size_ = config.size;
+    if (size_ + kBaseAlignment < size_)
+      return Status::error("heap: a heap of " + std::to_string(size_) + " bytes is too large");
     void* p = nullptr;
-    MORI_TRY(check(hipExtMallocWithFlags(&p, size_, kUncached), "hipExtMallocWithFlags"));
-    base_ = static_cast<char*>(p);
-    hipIpcMemHandle_t mine;
-    MORI_TRY(check(hipIpcGetMemHandle(&mine, base_), "hipIpcGetMemHandle"));
-    std::vector<hipIpcMemHandle_t> all(boot.size());
+    MORI_TRY(check(hipExtMallocWithFlags(&p, size_ + kBaseAlignment, kUncached),
+                   "hipExtMallocWithFlags"));
+    allocation_ = static_cast<char*>(p);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(allocation_);
+    Published mine{{}, (kBaseAlignment - at % kBaseAlignment) % kBaseAlignment};
+    base_ = allocation_ + mine.lead;
+    MORI_TRY(check(hipIpcGetMemHandle(&mine.handle, allocation_), "hipIpcGetMemHandle"));
+    std::vector<Published> all(boot.size());
     MORI_TRY(boot.allgather(&mine, all.data(), sizeof mine));
+    mappings_.assign(boot.size(), nullptr);
     peers_.assign(boot.size(), nullptr);
     for (int pe = 0; pe < boot.size(); ++pe) {
       if (pe == boot.rank()) {
-        peers_[pe] = base_;
+        mappings_[pe] = allocation_;
       } else if (same_node[pe]) {
         void* peer = nullptr;
-        MORI_TRY(check(hipIpcOpenMemHandle(&peer, all[pe], hipIpcMemLazyEnablePeerAccess),
+        MORI_TRY(check(hipIpcOpenMemHandle(&peer, all[pe].handle, hipIpcMemLazyEnablePeerAccess),
                        ("hipIpcOpenMemHandle of PE " + std::to_string(pe)).c_str()));
-        peers_[pe] = static_cast<char*>(peer);
+        mappings_[pe] = static_cast<char*>(peer);
       }
+      if (mappings_[pe]) peers_[pe] = mappings_[pe] + all[pe].lead;
     }
     return boot.barrier();
   }
@@ -67,9 +81,17 @@ class HipStaticHeap final : public HeapMemory {
   }
 
  private:
-  char* base_ = nullptr;
+  // What each PE tells the others about its heap.
+  struct Published {
+    hipIpcMemHandle_t handle;  // of the whole allocation
+    uint64_t lead;             // bytes from the allocation's start to the heap's
+  };
+
+  char* allocation_ = nullptr;  // what hipExtMallocWithFlags returned; hipFree takes it
+  char* base_ = nullptr;        // the heap: allocation_ + lead, on a kBaseAlignment boundary
   size_t size_ = 0;
-  std::vector<char*> peers_;
+  std::vector<char*> mappings_;  // per PE: its allocation's start in this process, or null
+  std::vector<char*> peers_;     // per PE: its heap in this process, or null
 };
 
 }  // namespace

@@ -1,9 +1,9 @@
 // The host backend's heap memory: memfd segments, mapped by their owner and by each same-node peer.
 //
-// Every PE reserves one range of address space per same-node PE, itself included, and maps each
-// segment into it with MAP_FIXED at the segment's heap offset. A peer's heap thus looks exactly
-// like its owner's, at another base. The static heap is the case of one segment as large as the
-// heap, created and exchanged at init.
+// Every PE reserves one range of address space per same-node PE, itself included, each starting on
+// a kBaseAlignment boundary, and maps each segment into it with MAP_FIXED at the segment's heap
+// offset. A peer's heap thus looks exactly like its owner's, at another base. The static heap is
+// the case of one segment as large as the heap, created and exchanged at init.
 //
 // Segments reach the peers as descriptors over the sockets of fd_passing.hpp, one exchange per
 // growth: each PE connects to and greets every peer, accepts one connection from every peer, then
@@ -176,16 +176,33 @@ Status HostHeapMemory::check_config() {
 }
 
 // Address space only: the ranges cost no memory until segments are mapped over them.
+//
+// mmap promises page alignment only, so each range is reserved kBaseAlignment larger than the heap
+// and trimmed on both sides to a view that starts on a kBaseAlignment boundary (heap_memory.hpp).
+// Every view, a peer's included, is aligned alike, so an aligned object is aligned in every view.
 Status HostHeapMemory::reserve_views() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t span = config_.size + kBaseAlignment;
+  if (span < config_.size)
+    return Status::error("heap: a heap of " + std::to_string(config_.size) + " bytes is too large");
   for (int pe = 0; pe < n_pes_; ++pe) {
     if (!same_node_[pe]) continue;
     void* range =
-        mmap(nullptr, config_.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) {
-      return Status::error(errno_text("heap: cannot reserve " + std::to_string(config_.size) +
+      return Status::error(errno_text("heap: cannot reserve " + std::to_string(span) +
                                       " bytes of address space for rank " + std::to_string(pe)));
     }
-    views_[pe] = static_cast<char*>(range);
+    char* start = static_cast<char*>(range);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(start);
+    char* view = start + ((kBaseAlignment - at % kBaseAlignment) % kBaseAlignment);
+    // Both trims are whole pages (munmap wants a page-aligned start): the range and kBaseAlignment
+    // are page multiples, and the view keeps the heap's last partial page. Giving back part of a
+    // reservation cannot fail short of a kernel bug.
+    if (view > start) munmap(start, static_cast<size_t>(view - start));
+    if (char* end = view + (config_.size + page - 1) / page * page; end < start + span)
+      munmap(end, static_cast<size_t>(start + span - end));
+    views_[pe] = view;
   }
   return {};
 }
