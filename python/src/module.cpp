@@ -112,7 +112,8 @@ PYBIND11_MODULE(_mori_shmem, m) {
       "shmem_malloc_align",
       [](size_t alignment, size_t size) { return address(shmem::malloc_align(alignment, size)); },
       py::arg("alignment"), py::arg("size"), Released(),
-      "Collective. As shmem_malloc, aligned to `alignment` (a power of two).");
+      "Collective. As shmem_malloc; the address is a multiple of `alignment`, a power of two up "
+      "to 64 MiB.");
   m.def(
       "shmem_ext_malloc_with_flags",
       [](size_t size, unsigned flags) {

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +71,23 @@ Status connect_rdma(Runtime& rt) {
   return {};
 }
 
+// malloc_align aligns the address, base + offset, and keeps the offset the same on every PE: both
+// hold for alignments up to kBaseAlignment only if every PE's base is a multiple of it. Each
+// backend places its heap so by construction; this is the check, which every PE makes on the same
+// gathered bases so that all fail together.
+Status check_heap_bases(const std::vector<uint64_t>& bases) {
+  for (size_t pe = 0; pe < bases.size(); ++pe) {
+    if (bases[pe] % heap::kBaseAlignment != 0) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "heap: PE %zu's heap base 0x%" PRIx64 " is not a multiple of %zu bytes", pe,
+                    bases[pe], heap::kBaseAlignment);
+      return Status::error(text);
+    }
+  }
+  return {};
+}
+
 // Everything after the bootstrap exists: node layout, heap, transports, device state.
 Status build(Runtime& rt) {
   bootstrap::Bootstrap& boot = *rt.boot;
@@ -90,7 +108,12 @@ Status build(Runtime& rt) {
   config.job_nonce = nonce;
   config.timeout = rt.settings.bootstrap_timeout;
   MORI_TRY(heap::make_heap_memory(config, boot, same_node, &rt.memory));
-  rt.allocator = std::make_unique<heap::SymmetricAllocator>(rt.memory->size());
+  const uint64_t my_base = reinterpret_cast<uint64_t>(rt.memory->base());
+  rt.remote_bases.assign(rt.n_pes, 0);
+  MORI_TRY(boot.allgather(&my_base, rt.remote_bases.data(), sizeof my_base));
+  MORI_TRY(check_heap_bases(rt.remote_bases));
+  rt.allocator =
+      std::make_unique<heap::SymmetricAllocator>(rt.memory->size(), my_base, heap::kBaseAlignment);
   MORI_TRY(rt.allocator->allocate(runtime::kInternalBytes, 4096, &rt.internal_offset));
   MORI_TRY(rt.memory->ensure_mapped(rt.allocator->high_water()));
   std::memset(rt.memory->base() + rt.internal_offset, 0, runtime::kInternalBytes);
@@ -98,12 +121,9 @@ Status build(Runtime& rt) {
   // P2P to every same-node PE unless MORI_DISABLE_P2P; then only this PE's own memory is reached
   // directly and the rest goes over RDMA, as between nodes.
   const bool p2p = !env_flag("MORI_DISABLE_P2P");
-  const uint64_t my_base = reinterpret_cast<uint64_t>(rt.memory->base());
   rt.transports.assign(rt.n_pes, static_cast<uint8_t>(state::Transport::kRdma));
   rt.peer_bases.assign(rt.n_pes, 0);
-  rt.remote_bases.assign(rt.n_pes, 0);
   rt.rkeys.assign(rt.n_pes, 0);
-  MORI_TRY(boot.allgather(&my_base, rt.remote_bases.data(), sizeof my_base));
   for (int pe = 0; pe < rt.n_pes; ++pe) {
     if (pe == rt.rank || (p2p && same_node[pe])) {
       rt.transports[pe] = static_cast<uint8_t>(state::Transport::kP2P);

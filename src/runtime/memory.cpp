@@ -5,6 +5,10 @@
 // has it, and no PE reuses freed memory that a peer may still be writing. With
 // MORI_SHMEM_CHECK_SYMMETRY=1 (the default in debug builds) the PEs also compare what they asked
 // for, and a PE that allocates in another order is reported by name.
+//
+// The returned address, not just the offset, is aligned as asked: the allocator aligns base +
+// offset, and every PE's base is a multiple of kMaxAlignment (heap_memory.hpp), so the same offset
+// is aligned on every PE. Larger alignments are refused, naming the limit.
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +26,8 @@ using runtime::Runtime;
 namespace {
 
 constexpr size_t kDefaultAlignment = 256;
+static_assert(kMaxAlignment == heap::kBaseAlignment,
+              "the documented limit of malloc_align is what every heap base is aligned to");
 
 // What one PE did in one symmetric call, compared across PEs when symmetry checks are on.
 struct Call {
@@ -71,8 +77,8 @@ void* allocate(const char* api, size_t alignment, size_t size) {
   Runtime* rt = require(api);
   if (!rt) return nullptr;
   if (size == 0) return nullptr;  // OpenSHMEM: a zero size allocates nothing and returns null
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
-    report(api, "alignment " + std::to_string(alignment) + " is not a power of two");
+  if (Status s = rt->allocator->check_alignment(alignment); !s.ok()) {
+    report(api, s);
     return nullptr;
   }
   if (alignment < kDefaultAlignment) alignment = kDefaultAlignment;

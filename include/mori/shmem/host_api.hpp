@@ -45,9 +45,14 @@ int n_pes();          // -1 before init
 int num_qp_per_pe();  // MORI_NUM_QP_PER_PE (default 4); -1 before init
 
 // ---- symmetric memory ---------------------------------------------------------------------------
-// The same offset in every PE's heap. The returned memory is 256-byte aligned. nullptr on failure.
+// The same offset in every PE's heap. The returned address is 256-byte aligned. nullptr on failure.
 void* malloc(size_t size);
-void* malloc_align(size_t alignment, size_t size);  // alignment: a power of two
+// The largest alignment malloc_align accepts: every PE's heap starts on a multiple of it, which is
+// what lets one offset be an aligned address on every PE.
+inline constexpr size_t kMaxAlignment = size_t{64} << 20;  // 64 MiB
+// The returned address is a multiple of `alignment` (and of 256), on every PE. `alignment`: a power
+// of two up to kMaxAlignment; others fail with the reason.
+void* malloc_align(size_t alignment, size_t size);
 // flags: 0; others are reserved for GPU memory kinds.
 void* ext_malloc_with_flags(size_t size, unsigned flags);
 int free(void* ptr);  // ptr from malloc*; nullptr is a no-op
