@@ -21,6 +21,10 @@ void close_device();
 // (the device-error record). On the host backend both are ordinary memory.
 Status alloc_device(size_t bytes, void** out);
 Status copy_to_device(void* dst, const void* src, size_t bytes);
+// Within device memory (the symmetric heap): calloc's zeroing and realloc's copy. Both complete
+// before they return.
+Status fill_device(void* dst, unsigned char byte, size_t bytes);
+Status copy_device_to_device(void* dst, const void* src, size_t bytes);
 void free_device(void* p);
 Status alloc_host_visible(size_t bytes, void** out);
 void free_host_visible(void* p);

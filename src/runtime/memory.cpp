@@ -1,4 +1,5 @@
-// The symmetric heap's host API: malloc, malloc_align, ext_malloc_with_flags, free, and ptr_p2p.
+// The symmetric heap's host API: malloc, malloc_align, ext_malloc_with_flags, calloc, realloc,
+// free, ptr_p2p, pe_accessible and addr_accessible.
 //
 // Allocation is collective and deterministic, so every PE gets the same offset. Like OpenSHMEM's
 // shmem_malloc and shmem_free, each call ends in a barrier: no PE uses a new object before every PE
@@ -9,11 +10,14 @@
 // The returned address, not just the offset, is aligned as asked: the allocator aligns base +
 // offset, and every PE's base is a multiple of kMaxAlignment (heap_memory.hpp), so the same offset
 // is aligned on every PE. Larger alignments are refused, naming the limit.
+#include <algorithm>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
 #include "mori/shmem/host_api.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/runtime.hpp"
 
@@ -71,31 +75,82 @@ Status agree(Runtime& rt, const Call& mine) {
   return {};
 }
 
-void* allocate(const char* api, size_t alignment, size_t size) {
+// Collective, under api_mutex: reserves `size` bytes (size > 0) at the same offset on every PE.
+// With `zero`, this PE's copy is zeroed before the closing barrier, so no peer can write into it
+// first. On failure the heap is as it was.
+Status reserve(Runtime& rt, size_t alignment, size_t size, bool zero, size_t* offset) {
+  MORI_TRY(rt.allocator->check_alignment(alignment));
+  if (alignment < kDefaultAlignment) alignment = kDefaultAlignment;
+  Call call{++rt.allocations, 1, size, alignment, ~uint64_t{0}};
+  Status local = rt.allocator->allocate(size, alignment, offset);
+  if (local.ok()) call.offset = *offset;
+  Status s = rt.settings.check_symmetry ? agree(rt, call) : Status{};
+  if (s.ok() && !local.ok()) s = local;
+  if (s.ok()) s = rt.memory->ensure_mapped(rt.allocator->high_water());
+  if (s.ok() && zero) s = backend::fill_device(rt.memory->base() + *offset, 0, size);
+  if (s.ok()) s = rt.boot->barrier();
+  if (!s.ok() && local.ok()) (void)rt.allocator->release(*offset);  // lose nothing
+  return s;
+}
+
+// Collective, under api_mutex: frees the allocation at `offset` on every PE.
+Status release(Runtime& rt, size_t offset) {
+  Call call{++rt.allocations, 2, 0, 0, offset};
+  MORI_TRY(rt.settings.check_symmetry ? agree(rt, call) : Status{});
+  MORI_TRY(rt.boot->barrier());  // nobody may still be writing into it
+  return rt.allocator->release(offset);
+}
+
+// The offset of the live allocation that starts at `ptr`, or why `ptr` is not one.
+Status find_allocation(const Runtime& rt, const void* ptr, size_t* offset) {
+  const char* base = rt.memory->base();
+  const char* p = static_cast<const char*>(ptr);
+  char where[64];
+  std::snprintf(where, sizeof where, "%p", ptr);
+  if (p < base || p >= base + rt.memory->size()) {
+    char heap[96];
+    std::snprintf(heap, sizeof heap, "[%p, %p)", static_cast<const void*>(base),
+                  static_cast<const void*>(base + rt.memory->size()));
+    return Status::error(std::string(where) + " is not in the symmetric heap " + heap);
+  }
+  *offset = static_cast<size_t>(p - base);
+  if (*offset == rt.internal_offset || rt.allocator->allocation_size(*offset) == 0)
+    return Status::error(std::string(where) + " is not the start of a live symmetric allocation");
+  return {};
+}
+
+void* allocate(const char* api, size_t alignment, size_t size, bool zero = false) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = require(api);
   if (!rt) return nullptr;
   if (size == 0) return nullptr;  // OpenSHMEM: a zero size allocates nothing and returns null
-  if (Status s = rt->allocator->check_alignment(alignment); !s.ok()) {
-    report(api, s);
-    return nullptr;
-  }
-  if (alignment < kDefaultAlignment) alignment = kDefaultAlignment;
-  Call call{++rt->allocations, 1, size, alignment, ~uint64_t{0}};
   size_t offset = 0;
-  Status local = rt->allocator->allocate(size, alignment, &offset);
-  if (local.ok()) call.offset = offset;
-  Status s = rt->settings.check_symmetry ? agree(*rt, call) : Status{};
-  if (s.ok() && !local.ok()) s = local;
-  if (s.ok()) s = rt->memory->ensure_mapped(rt->allocator->high_water());
-  if (s.ok()) s = rt->boot->barrier();
-  if (!s.ok()) {
-    if (local.ok()) (void)rt->allocator->release(offset);  // lose nothing: the heap is as it was
+  if (Status s = reserve(*rt, alignment, size, zero, &offset); !s.ok()) {
     report(api, s);
     return nullptr;
   }
   return rt->memory->base() + offset;
+}
+
+// The symmetric range holding `ptr`, this PE's heap or a registered buffer: its base here and every
+// PE's P2P view of it (0: not mapped here). `peer_bases` is null when `ptr` is not symmetric.
+struct SymmetricRange {
+  uint64_t base = 0;
+  const std::vector<uint64_t>* peer_bases = nullptr;
+};
+
+SymmetricRange find_symmetric(const Runtime& rt, uint64_t ptr) {
+  const uint64_t base = reinterpret_cast<uint64_t>(rt.memory->base());
+  if (ptr >= base && ptr < base + rt.memory->size()) return {base, &rt.peer_bases};
+  for (auto& [rbase, region] : rt.regions)
+    if (ptr >= rbase && ptr < rbase + region->size) return {rbase, &region->peer_bases};
+  return {};
+}
+
+bool reachable(const Runtime& rt, int pe) {
+  return pe >= 0 && pe < rt.n_pes &&
+         rt.transports[pe] != static_cast<uint8_t>(state::Transport::kUnreachable);
 }
 
 }  // namespace
@@ -116,30 +171,72 @@ void* ext_malloc_with_flags(size_t size, unsigned flags) {
   return allocate("ext_malloc_with_flags", kDefaultAlignment, size);
 }
 
+void* calloc(size_t count, size_t size) {
+  if (count != 0 && size > SIZE_MAX / count) {
+    runtime::clear_error();
+    report("calloc", std::to_string(count) + " objects of " + std::to_string(size) +
+                         " bytes overflow size_t");
+    return nullptr;
+  }
+  return allocate("calloc", kDefaultAlignment, count * size, /*zero=*/true);
+}
+
+// Allocate, copy, free: the new object's offset comes from the same deterministic allocator as
+// malloc's, so it is the same on every PE. Its copy is made between the allocation's barrier (every
+// PE's earlier writes to the old object have landed) and the release's (no PE returns, and so
+// writes to the new object, before every PE has copied).
+void* realloc(void* ptr, size_t size) {
+  if (!ptr) return allocate("realloc", kDefaultAlignment, size);
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  Runtime* rt = require("realloc");
+  if (!rt) return nullptr;
+  size_t old = 0;
+  if (Status s = find_allocation(*rt, ptr, &old); !s.ok()) {
+    report("realloc", s);
+    return nullptr;
+  }
+  if (size == 0) {
+    if (Status s = release(*rt, old); !s.ok()) report("realloc", s);
+    return nullptr;
+  }
+  size_t fresh = 0;
+  Status s = reserve(*rt, kDefaultAlignment, size, /*zero=*/false, &fresh);
+  char* base = rt->memory->base();
+  if (s.ok()) {
+    const size_t kept = std::min(size, rt->allocator->allocation_size(old));
+    s = backend::copy_device_to_device(base + fresh, base + old, kept);
+    if (s.ok()) s = release(*rt, old);
+    if (!s.ok()) (void)rt->allocator->release(fresh);  // the old object stays the live one
+  }
+  if (!s.ok()) {
+    report("realloc", s);
+    return nullptr;
+  }
+  return base + fresh;
+}
+
 int free(void* ptr) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = require("free");
   if (!rt) return -1;
   if (!ptr) return 0;
-  const char* base = rt->memory->base();
-  const char* p = static_cast<const char*>(ptr);
-  char where[64];
-  std::snprintf(where, sizeof where, "%p", ptr);
-  if (p < base || p >= base + rt->memory->size()) {
-    char heap[96];
-    std::snprintf(heap, sizeof heap, "[%p, %p)", static_cast<const void*>(base),
-                  static_cast<const void*>(base + rt->memory->size()));
-    return report("free", std::string(where) + " is not in the symmetric heap " + heap);
-  }
-  const size_t offset = static_cast<size_t>(p - base);
-  if (offset == rt->internal_offset || rt->allocator->allocation_size(offset) == 0)
-    return report("free", std::string(where) + " is not the start of a live symmetric allocation");
-  Call call{++rt->allocations, 2, 0, 0, offset};
-  Status s = rt->settings.check_symmetry ? agree(*rt, call) : Status{};
-  if (s.ok()) s = rt->boot->barrier();  // nobody may still be writing into it
-  if (s.ok()) s = rt->allocator->release(offset);
+  size_t offset = 0;
+  Status s = find_allocation(*rt, ptr, &offset);
+  if (s.ok()) s = release(*rt, offset);
   return s.ok() ? 0 : report("free", s);
+}
+
+int pe_accessible(int pe) {
+  Runtime* rt = require("pe_accessible");
+  return rt && reachable(*rt, pe) ? 1 : 0;
+}
+
+int addr_accessible(const void* addr, int pe) {
+  Runtime* rt = require("addr_accessible");
+  if (!rt || !reachable(*rt, pe)) return 0;
+  return find_symmetric(*rt, reinterpret_cast<uint64_t>(addr)).peer_bases ? 1 : 0;
 }
 
 uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe) {
@@ -156,18 +253,10 @@ uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe) {
            "PE " + std::to_string(dest_pe) + " is not in [0, " + std::to_string(rt->n_pes) + ")");
     return 0;
   }
-  const uint64_t base = reinterpret_cast<uint64_t>(rt->memory->base());
-  if (ptr >= base && ptr < base + rt->memory->size()) {
-    const uint64_t peer = rt->peer_bases[dest_pe];
-    return peer ? peer + (ptr - base) : 0;  // 0: reached over RDMA, not mapped here
-  }
-  for (auto& [rbase, region] : rt->regions) {
-    if (ptr >= rbase && ptr < rbase + region->size) {
-      const uint64_t peer = region->peer_bases[dest_pe];
-      return peer ? peer + (ptr - rbase) : 0;
-    }
-  }
-  return 0;  // not symmetric: the guide's "pointer is invalid"
+  const SymmetricRange range = find_symmetric(*rt, ptr);
+  if (!range.peer_bases) return 0;  // not symmetric: the guide's "pointer is invalid"
+  const uint64_t peer = (*range.peer_bases)[dest_pe];
+  return peer ? peer + (ptr - range.base) : 0;  // 0: reached over RDMA, not mapped here
 }
 
 }  // namespace mori::shmem

@@ -6,8 +6,8 @@
 // keeps that line for last_error(). No call exits the process or asserts.
 //
 // Collective calls, which every PE makes with the same arguments in the same order: init,
-// init_attr, finalize, malloc, malloc_align, ext_malloc_with_flags, free, buffer_register,
-// buffer_deregister, barrier_all.
+// init_attr, finalize, malloc, malloc_align, ext_malloc_with_flags, calloc, realloc, free,
+// buffer_register, buffer_deregister, barrier_all.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +43,19 @@ int finalize();
 int my_pe();          // -1 before init
 int n_pes();          // -1 before init
 int num_qp_per_pe();  // MORI_NUM_QP_PER_PE (default 4); -1 before init
+// As shmem_pe_accessible: 1 when `pe` is in [0, n_pes()) and this PE reaches it (P2P or RDMA),
+// else 0; -1 before init.
+int pe_accessible(int pe);
+// As shmem_addr_accessible: 1 when `addr` is symmetric (in this PE's heap or in a registered
+// buffer) and pe_accessible(pe), else 0; -1 before init.
+int addr_accessible(const void* addr, int pe);
+
+// The OpenSHMEM specification this API follows: 1.5.
+void info_get_version(int* major, int* minor);
+// Bytes info_get_name may write, the terminating NUL included (OpenSHMEM's SHMEM_MAX_NAME_LEN).
+inline constexpr size_t kMaxNameLen = 256;
+// Writes "mori <library version>" (e.g. "mori 0.1.0"), NUL-terminated, at most kMaxNameLen bytes.
+void info_get_name(char* name);
 
 // ---- symmetric memory ---------------------------------------------------------------------------
 // The same offset in every PE's heap. The returned address is 256-byte aligned. nullptr on failure.
@@ -55,6 +68,13 @@ inline constexpr size_t kMaxAlignment = size_t{64} << 20;  // 64 MiB
 void* malloc_align(size_t alignment, size_t size);
 // flags: 0; others are reserved for GPU memory kinds.
 void* ext_malloc_with_flags(size_t size, unsigned flags);
+// As shmem_calloc: count * size zeroed bytes, as malloc. A product that overflows size_t fails
+// naming both; a zero count or size returns nullptr without an error.
+void* calloc(size_t count, size_t size);
+// As shmem_realloc: a new object of `size` bytes holding the first min(old, size) bytes of `ptr`'s,
+// which is freed; the address may move. nullptr acts as malloc, a zero size as free (returns
+// nullptr). On failure returns nullptr and `ptr` is still live, its contents unchanged.
+void* realloc(void* ptr, size_t size);
 int free(void* ptr);  // ptr from malloc*; nullptr is a no-op
 
 // Registers a buffer outside the heap so that device calls may use it; every PE registers its own

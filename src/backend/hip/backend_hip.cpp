@@ -50,6 +50,15 @@ Status alloc_device(size_t bytes, void** out) {
 Status copy_to_device(void* dst, const void* src, size_t bytes) {
   return check(hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice), "hipMemcpy");
 }
+Status fill_device(void* dst, unsigned char byte, size_t bytes) {
+  // Both may return before the device is done (device-to-device work is asynchronous to the host).
+  MORI_TRY(check(hipMemset(dst, byte, bytes), "hipMemset"));
+  return check(hipDeviceSynchronize(), "hipDeviceSynchronize");
+}
+Status copy_device_to_device(void* dst, const void* src, size_t bytes) {
+  MORI_TRY(check(hipMemcpy(dst, src, bytes, hipMemcpyDeviceToDevice), "hipMemcpy"));
+  return check(hipDeviceSynchronize(), "hipDeviceSynchronize");
+}
 void free_device(void* p) { (void)hipFree(p); }
 Status alloc_host_visible(size_t bytes, void** out) {
   return check(hipHostMalloc(out, bytes, hipHostMallocMapped | hipHostMallocCoherent),

@@ -35,6 +35,14 @@ Status copy_to_device(void* dst, const void* src, size_t bytes) {
   if (bytes != 0) std::memcpy(dst, src, bytes);  // an empty table's data() may be null
   return {};
 }
+Status fill_device(void* dst, unsigned char byte, size_t bytes) {
+  if (bytes != 0) std::memset(dst, byte, bytes);
+  return {};
+}
+Status copy_device_to_device(void* dst, const void* src, size_t bytes) {
+  if (bytes != 0) std::memmove(dst, src, bytes);
+  return {};
+}
 void free_device(void* p) { std::free(p); }
 Status alloc_host_visible(size_t bytes, void** out) { return alloc_device(bytes, out); }
 void free_host_visible(void* p) { std::free(p); }
