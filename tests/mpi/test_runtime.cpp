@@ -1,9 +1,11 @@
 // The host API under mpirun (2 and 4 ranks): init from MPI, queries, symmetric allocation in both
-// heap modes, ptr_p2p round trips, barrier ordering, registration, and every bad input with its
-// error text.
+// heap modes, calloc and realloc, ptr_p2p round trips, accessibility queries, barrier ordering,
+// registration, and every bad input with its error text.
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "mori/shmem.hpp"
+#include "mori/version.hpp"
 
 namespace shmem = mori::shmem;
 
@@ -117,6 +120,36 @@ TEST_CASE("before init every call fails with the reason") {
   CHECK(error() == "barrier_all: not initialised (call init or init_attr first)");
   CHECK(shmem::finalize() != 0);
   CHECK(error() == "finalize: not initialised (call init or init_attr first)");
+  CHECK(shmem::calloc(1, 8) == nullptr);
+  CHECK(error() == "calloc: not initialised (call init or init_attr first)");
+  CHECK(shmem::realloc(nullptr, 8) == nullptr);
+  CHECK(error() == "realloc: not initialised (call init or init_attr first)");
+  CHECK(shmem::pe_accessible(0) == 0);
+  CHECK(error() == "pe_accessible: not initialised (call init or init_attr first)");
+  int local = 0;
+  CHECK(shmem::addr_accessible(&local, 0) == 0);
+  CHECK(error() == "addr_accessible: not initialised (call init or init_attr first)");
+}
+
+TEST_CASE("info_get_version and info_get_name: OpenSHMEM 1.5 and the library, before init too") {
+  int major = 0, minor = 0;
+  shmem::info_get_version(&major, &minor);
+  CHECK(major == 1);
+  CHECK(minor == 5);
+  CHECK(error() == "");
+  char name[shmem::kMaxNameLen];
+  std::memset(name, 'x', sizeof name);
+  shmem::info_get_name(name);
+  CHECK(error() == "");
+  REQUIRE(std::memchr(name, '\0', sizeof name) != nullptr);
+  CHECK(std::string(name) == std::string("mori ") + mori::version());
+
+  shmem::info_get_version(nullptr, &minor);
+  CHECK(error() == "info_get_version: major is null");
+  shmem::info_get_version(&major, nullptr);
+  CHECK(error() == "info_get_version: minor is null");
+  shmem::info_get_name(nullptr);
+  CHECK(error() == "info_get_name: name is null");
 }
 
 TEST_CASE("static heap: init from MPI, symmetric offsets, ptr_p2p round trips") {
@@ -205,6 +238,121 @@ TEST_CASE("bad input: each failure names its cause and loses nothing") {
   REQUIRE(shmem::finalize() == 0);
   CHECK(shmem::finalize() != 0);
   CHECK(error() == "finalize: not initialised (call init or init_attr first)");
+}
+
+// VMM heap with 2 MiB chunks, so that a grown object reaches chunks not yet mapped.
+TEST_CASE("calloc and realloc: zeroed, preserved, symmetric; a failure keeps the old object") {
+  HeapEnv env("vmm_heap", "16M");
+  REQUIRE(shmem::init() == 0);
+  const int me = shmem::my_pe(), n = shmem::n_pes(), next = (me + 1) % n;
+  void* anchor = shmem::malloc(256);  // offsets are compared from it
+  REQUIRE(anchor);
+
+  // calloc zeroes what an earlier object left there.
+  const size_t bytes = 1 << 20;
+  auto* dirty = static_cast<unsigned char*>(shmem::malloc(bytes));
+  REQUIRE(dirty);
+  std::memset(dirty, 0xAB, bytes);
+  REQUIRE(shmem::free(dirty) == 0);
+  auto* zeroed = static_cast<unsigned char*>(shmem::calloc(bytes / 8, 8));
+  REQUIRE(zeroed);
+  CHECK(zeroed ==
+        dirty);  // first fit gives the dirtied block back: the check below means something
+  CHECK(std::count(zeroed, zeroed + bytes, 0) == static_cast<std::ptrdiff_t>(bytes));
+  check_symmetric(zeroed, anchor);
+  CHECK(shmem::calloc(0, 8) == nullptr);
+  CHECK(shmem::calloc(8, 0) == nullptr);
+  CHECK(error() == "");
+  CHECK(shmem::calloc(SIZE_MAX / 2, 3) == nullptr);
+  CHECK(error() ==
+        "calloc: " + std::to_string(SIZE_MAX / 2) + " objects of 3 bytes overflow size_t");
+  REQUIRE(shmem::free(zeroed) == 0);
+
+  // Grow past the mapped chunks, then shrink: the kept prefix survives each move, the new object
+  // is at the same offset on every PE, and the next PE reads this PE's values in it.
+  const size_t kept = 1000;
+  auto* p = static_cast<uint32_t*>(shmem::malloc(kept * sizeof(uint32_t)));
+  REQUIRE(p);
+  for (size_t i = 0; i < kept; ++i) p[i] = (uint32_t(me) << 24) | uint32_t(i);
+  auto expect_prefix = [&](const uint32_t* q, int pe, size_t count) {
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i) wrong += q[i] != ((uint32_t(pe) << 24) | uint32_t(i));
+    CHECK(wrong == 0);
+  };
+  auto* grown = static_cast<uint32_t*>(shmem::realloc(p, 6 << 20));
+  REQUIRE(grown);
+  CHECK(grown != p);  // p stayed live while grown was placed: it cannot be in the same place
+  check_symmetric(grown, anchor);
+  expect_prefix(grown, me, kept);
+  const auto* peer_grown = reinterpret_cast<const uint32_t*>(
+      shmem::ptr_p2p(reinterpret_cast<uint64_t>(grown), me, next));
+  REQUIRE(peer_grown);
+  expect_prefix(peer_grown, next, kept);
+  grown[(6 << 20) / sizeof(uint32_t) - 1] = 7;  // the whole new size is usable
+
+  auto* shrunk = static_cast<uint32_t*>(shmem::realloc(grown, 400 * sizeof(uint32_t)));
+  REQUIRE(shrunk);
+  check_symmetric(shrunk, anchor);
+  expect_prefix(shrunk, me, 400);
+  const auto* peer_shrunk = reinterpret_cast<const uint32_t*>(
+      shmem::ptr_p2p(reinterpret_cast<uint64_t>(shrunk), me, next));
+  REQUIRE(peer_shrunk);
+  expect_prefix(peer_shrunk, next, 400);
+
+  // Larger than the heap: null, the reason, and the old object still live with its contents.
+  CHECK(shmem::realloc(shrunk, 64 << 20) == nullptr);
+  CHECK(error().rfind("realloc: symmetric heap exhausted: 67108864 bytes requested", 0) == 0);
+  expect_prefix(shrunk, me, 400);
+  int on_stack = 0;
+  CHECK(shmem::realloc(&on_stack, 8) == nullptr);
+  CHECK(error().find("realloc: ") == 0);
+  CHECK(error().find("is not in the symmetric heap [") != std::string::npos);
+  void* after = shmem::malloc(1024);  // the failures left the heap symmetric
+  REQUIRE(after);
+  check_symmetric(after, anchor);
+  CHECK(shmem::free(after) == 0);
+
+  // nullptr acts as malloc; size 0 frees.
+  void* fresh = shmem::realloc(nullptr, 4096);
+  REQUIRE(fresh);
+  check_symmetric(fresh, anchor);
+  CHECK(shmem::realloc(nullptr, 0) == nullptr);
+  CHECK(shmem::realloc(fresh, 0) == nullptr);
+  CHECK(error() == "");
+  CHECK(shmem::free(fresh) != 0);  // already freed by realloc(fresh, 0)
+  CHECK(error().find("is not the start of a live symmetric allocation") != std::string::npos);
+
+  CHECK(shmem::free(shrunk) == 0);
+  CHECK(shmem::free(anchor) == 0);
+  REQUIRE(shmem::finalize() == 0);
+}
+
+TEST_CASE("pe_accessible and addr_accessible: heap and registered addresses, valid PEs only") {
+  HeapEnv env("static_heap", "8M");
+  REQUIRE(shmem::init() == 0);
+  const int n = shmem::n_pes();
+  auto* obj = static_cast<char*>(shmem::malloc(4096));
+  REQUIRE(obj);
+  int on_stack = 0;
+  std::vector<char> buf(1 << 12);
+  for (int pe = 0; pe < n; ++pe) {
+    CHECK(shmem::pe_accessible(pe) == 1);
+    CHECK(shmem::addr_accessible(obj, pe) == 1);
+    CHECK(shmem::addr_accessible(obj + 4095, pe) == 1);
+    CHECK(shmem::addr_accessible(&on_stack, pe) == 0);
+    CHECK(shmem::addr_accessible(buf.data(), pe) == 0);
+  }
+  for (int pe : {-1, n, INT_MAX}) {
+    CHECK(shmem::pe_accessible(pe) == 0);
+    CHECK(shmem::addr_accessible(obj, pe) == 0);
+  }
+  CHECK(error() == "");  // a 0 answer is not an error
+  REQUIRE(shmem::buffer_register(buf.data(), buf.size()) == 0);
+  CHECK(shmem::addr_accessible(buf.data() + 100, (shmem::my_pe() + 1) % n) == 1);
+  REQUIRE(shmem::buffer_deregister(buf.data(), buf.size()) == 0);
+  CHECK(shmem::addr_accessible(buf.data() + 100, 0) == 0);
+  CHECK(shmem::free(obj) == 0);
+  REQUIRE(shmem::finalize() == 0);
 }
 
 TEST_CASE("invalid environment values fail init with the value quoted") {
