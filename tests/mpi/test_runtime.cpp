@@ -307,6 +307,15 @@ TEST_CASE("calloc and realloc: zeroed, preserved, symmetric; a failure keeps the
   CHECK(shmem::realloc(&on_stack, 8) == nullptr);
   CHECK(error().find("realloc: ") == 0);
   CHECK(error().find("is not in the symmetric heap [") != std::string::npos);
+  // PEs that move different objects: named, and both objects stay live with their contents.
+  auto* other = static_cast<uint32_t*>(shmem::malloc(400 * sizeof(uint32_t)));
+  REQUIRE(other);
+  std::memcpy(other, shrunk, 400 * sizeof(uint32_t));
+  CHECK(shmem::realloc(me == 1 ? other : shrunk, 8192) == nullptr);
+  CHECK(error().find("every PE must allocate and free in the same order") != std::string::npos);
+  expect_prefix(shrunk, me, 400);
+  expect_prefix(other, me, 400);
+  CHECK(shmem::free(other) == 0);
   void* after = shmem::malloc(1024);  // the failures left the heap symmetric
   REQUIRE(after);
   check_symmetric(after, anchor);
