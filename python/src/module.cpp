@@ -42,6 +42,12 @@ int query(int value) {
   return value;
 }
 
+// 1 / 0 answers: 0 is a failure only when the call gave a reason (before init).
+int predicate(int value) {
+  if (value == 0 && *shmem::last_error()) raise_last_error();
+  return value;
+}
+
 void* as_pointer(uint64_t address) { return reinterpret_cast<void*>(address); }
 
 int init_attr(unsigned flags, int rank, int world_size, const py::object& unique_id) {
@@ -122,6 +128,17 @@ PYBIND11_MODULE(_mori_shmem, m) {
       py::arg("size"), py::arg("flags") = 0, Released(),
       "Collective. As shmem_malloc; flags must be 0 (others are reserved).");
   m.def(
+      "shmem_calloc", [](size_t count, size_t size) { return address(shmem::calloc(count, size)); },
+      py::arg("count"), py::arg("size"), Released(),
+      "Collective. As shmem_malloc(count * size), zeroed; 0 when count or size is 0.");
+  m.def(
+      "shmem_realloc",
+      [](uint64_t ptr, size_t size) { return address(shmem::realloc(as_pointer(ptr), size)); },
+      py::arg("ptr"), py::arg("size"), Released(),
+      "Collective. The address of a new object holding the first min(old, size) bytes of ptr's, "
+      "which is freed; 0 acts as shmem_malloc, size 0 frees and returns 0. On failure raises and "
+      "ptr is still live.");
+  m.def(
       "shmem_free", [](uint64_t ptr) { check(shmem::free(as_pointer(ptr))); }, py::arg("ptr"),
       Released(), "Collective. Frees an address from shmem_malloc*; 0 is a no-op.");
   m.def(
@@ -145,6 +162,30 @@ PYBIND11_MODULE(_mori_shmem, m) {
       py::arg("ptr"), py::arg("my_pe"), py::arg("dest_pe"),
       "Where this process reaches dest_pe's copy of `ptr`; 0 when dest_pe is reached over RDMA "
       "or ptr is not symmetric.");
+  m.def(
+      "shmem_pe_accessible", [](int pe) { return predicate(shmem::pe_accessible(pe)); },
+      py::arg("pe"), "1 when pe is a PE this PE reaches, else 0.");
+  m.def(
+      "shmem_addr_accessible",
+      [](uint64_t addr, int pe) { return predicate(shmem::addr_accessible(as_pointer(addr), pe)); },
+      py::arg("addr"), py::arg("pe"),
+      "1 when addr is symmetric (heap or registered buffer) and pe is accessible, else 0.");
+  m.def(
+      "shmem_info_get_version",
+      [] {
+        int major = 0, minor = 0;
+        shmem::info_get_version(&major, &minor);
+        return py::make_tuple(major, minor);
+      },
+      "The OpenSHMEM specification followed, (1, 5).");
+  m.def(
+      "shmem_info_get_name",
+      [] {
+        char name[shmem::kMaxNameLen];
+        shmem::info_get_name(name);
+        return std::string(name);
+      },
+      "\"mori <version>\".");
   m.def(
       "shmem_barrier_all", [] { check(shmem::barrier_all()); }, Released(),
       "Collective. Writes before it are visible to every PE after it.");

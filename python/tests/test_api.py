@@ -22,10 +22,16 @@ GUIDE_NAMES = [
     "shmem_malloc",
     "shmem_malloc_align",
     "shmem_ext_malloc_with_flags",
+    "shmem_calloc",
+    "shmem_realloc",
     "shmem_free",
     "shmem_buffer_register",
     "shmem_buffer_deregister",
     "shmem_ptr_p2p",
+    "shmem_pe_accessible",
+    "shmem_addr_accessible",
+    "shmem_info_get_version",
+    "shmem_info_get_name",
     "shmem_barrier_all",
     "shmem_module_init",
 ]
@@ -47,6 +53,10 @@ BEFORE_INIT = [
     ("malloc", lambda: shmem.shmem_malloc(64)),
     ("malloc_align", lambda: shmem.shmem_malloc_align(alignment=256, size=64)),
     ("free", lambda: shmem.shmem_free(4096)),
+    ("calloc", lambda: shmem.shmem_calloc(1, 64)),
+    ("realloc", lambda: shmem.shmem_realloc(0, 64)),
+    ("pe_accessible", lambda: shmem.shmem_pe_accessible(0)),
+    ("addr_accessible", lambda: shmem.shmem_addr_accessible(4096, 0)),
     ("buffer_register", lambda: shmem.shmem_buffer_register(4096, 64)),
     ("ptr_p2p", lambda: shmem.shmem_ptr_p2p(4096, 0, 0)),
     ("barrier_all", lambda: shmem.shmem_barrier_all()),
@@ -102,6 +112,22 @@ def test_solo_pe(solo_pe):
     with pytest.raises(RuntimeError, match="^malloc: .*heap"):
         shmem.shmem_malloc(1 << 40)
     assert shmem.shmem_malloc(0) == 0  # OpenSHMEM: nothing allocated, no error
+    assert shmem.shmem_info_get_version() == (1, 5)
+    assert shmem.shmem_info_get_name() == "mori " + shmem.version
+    assert (shmem.shmem_pe_accessible(0), shmem.shmem_pe_accessible(1)) == (1, 0)
+
+    zeroed = shmem.shmem_calloc(64, 4)
+    assert shmem.tensor(zeroed, 64, torch.int32).count_nonzero().item() == 0
+    assert shmem.shmem_addr_accessible(zeroed, 0) == 1
+    assert shmem.shmem_addr_accessible(zeroed, 1) == 0
+    shmem.tensor(zeroed, 64, torch.int32).copy_(torch.arange(64, dtype=torch.int32))
+    grown = shmem.shmem_realloc(zeroed, 4096)
+    assert shmem.tensor(grown, 64, torch.int32).tolist() == list(range(64))
+    with pytest.raises(RuntimeError, match="^calloc: .* overflow size_t$"):
+        shmem.shmem_calloc(1 << 62, 8)
+    with pytest.raises(RuntimeError, match="^realloc: .*heap exhausted"):
+        shmem.shmem_realloc(grown, 1 << 40)
+    assert shmem.shmem_realloc(grown, 0) == 0
 
     ptr = shmem.shmem_malloc_align(alignment=4096, size=1024)
     assert ptr % 4096 == 0
