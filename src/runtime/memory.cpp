@@ -228,12 +228,15 @@ int free(void* ptr) {
   return s.ok() ? 0 : report("free", s);
 }
 
+// A 0 answer is not an error: last_error() is "" after it (the Python module relies on that).
 int pe_accessible(int pe) {
+  runtime::clear_error();
   Runtime* rt = require("pe_accessible");
   return rt && reachable(*rt, pe) ? 1 : 0;
 }
 
 int addr_accessible(const void* addr, int pe) {
+  runtime::clear_error();
   Runtime* rt = require("addr_accessible");
   if (!rt || !reachable(*rt, pe)) return 0;
   return find_symmetric(*rt, reinterpret_cast<uint64_t>(addr)).peer_bases ? 1 : 0;
