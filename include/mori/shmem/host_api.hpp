@@ -44,10 +44,10 @@ int my_pe();          // -1 before init
 int n_pes();          // -1 before init
 int num_qp_per_pe();  // MORI_NUM_QP_PER_PE (default 4); -1 before init
 // As shmem_pe_accessible: 1 when `pe` is in [0, n_pes()) and this PE reaches it (P2P or RDMA),
-// else 0; -1 before init.
+// else 0 (without an error); 0 and the "not initialised" error before init.
 int pe_accessible(int pe);
 // As shmem_addr_accessible: 1 when `addr` is symmetric (in this PE's heap or in a registered
-// buffer) and pe_accessible(pe), else 0; -1 before init.
+// buffer) and pe_accessible(pe), else 0; 0 and an error before init.
 int addr_accessible(const void* addr, int pe);
 
 // The OpenSHMEM specification this API follows: 1.5.
