@@ -2,8 +2,10 @@
 // for every element type and every scope: in a ring and all-to-all, with SIGNAL_SET and
 // SIGNAL_ADD, over several rounds, from a registered source buffer (as RDMA requires). The
 // receiver checks the data inside the same kernel, right after its wait returns, so the test sees
-// the signal-after-data ordering itself and not a later barrier's. Then the checks of a bad signal
-// operation and the timeout of a signal that never comes.
+// the signal-after-data ordering itself and not a later barrier's. The blocking put_signal /
+// putmem_signal the same way, with the source overwritten as soon as the call returns; signal_op's
+// exact counts and stores. Then the checks of a bad signal operation and the timeout of a signal
+// that never comes.
 #include <string>
 #include <vector>
 
@@ -105,6 +107,76 @@ TEST_CASE_TEMPLATE_DEFINE("put_signal_nbi: the receiver sees all the data once t
 }
 TEST_CASE_TEMPLATE_APPLY(put_signal_id, ElementTuple);
 
+// The blocking forms in a ring: the sender overwrites its source as soon as the call returns, so a
+// receiver that waits for the signal and then reads anything but the original data shows a put
+// that still read its source after returning.
+template <typename S, typename T>
+void run_blocking(const Session& s) {
+  GuardedSlots<T> data(1, kElems);
+  GuardedSlots<uint64_t> signals(1, 1);
+  uint64_t* sig = signals.slot(0);
+  *sig = 0;
+  REQUIRE(shmem::barrier_all() == 0);
+  const int next = (s.me + 1) % s.n, prev = (s.me + s.n - 1) % s.n;
+  Registered<T> src(kElems);
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    for (size_t i = 0; i < kElems; ++i) src[i] = sent<T>(s.me, round, i);
+    std::string bad;
+    launch({1}, block_for<S>(), [&] {
+      if (round == 0)  // the signal goes 0 -> 1 (SET) -> 2 (ADD)
+        shmem::putmem_signal<S>(data.slot(0), src.data(), kElems * sizeof(T), sig, 1,
+                                shmem::SIGNAL_SET, next);
+      else
+        shmem::put_signal<S>(data.slot(0), src.data(), kElems, sig, 1, shmem::SIGNAL_ADD, next);
+      if (!S::leader()) return;
+      for (size_t i = 0; i < kElems; ++i) src[i] = T{};  // value_of is never 0
+      const uint64_t seen = shmem::signal_wait_until(sig, shmem::CMP_GE, round + 1);
+      if (seen != static_cast<uint64_t>(round + 1)) bad += "signal " + std::to_string(seen) + "; ";
+      for (size_t i = 0; i < kElems; ++i)
+        if (data.slot(0)[i] != sent<T>(prev, round, i)) {
+          bad += "element " + std::to_string(i) + "; ";
+          break;
+        }
+    });
+    CHECK_MESSAGE(bad.empty(), bad);
+    REQUIRE(all_ranks(bad.empty()));
+    REQUIRE(shmem::barrier_all() == 0);
+  }
+  CHECK(data.check_guards({kElems}).empty());
+  CHECK(signals.check_guards({1}).empty());
+}
+
+TEST_CASE_TEMPLATE_DEFINE("put_signal / putmem_signal: the source is free again once they return",
+                          T, blocking_id) {
+  Session s;
+  run_blocking<Thread, T>(s);
+  run_blocking<Warp, T>(s);
+  run_blocking<Block, T>(s);
+}
+TEST_CASE_TEMPLATE_APPLY(blocking_id, ElementTuple);
+
+TEST_CASE("signal_op: every PE's SIGNAL_ADD is counted exactly, SIGNAL_SET stores") {
+  constexpr int kAdds = 5;
+  Session s;
+  GuardedSlots<uint64_t> signals(1, 2);
+  uint64_t* sig = signals.slot(0);
+  sig[0] = sig[1] = 0;
+  REQUIRE(shmem::barrier_all() == 0);
+  const int next = (s.me + 1) % s.n, prev = (s.me + s.n - 1) % s.n;
+  launch({1}, {1}, [&] {
+    for (int k = 0; k < kAdds; ++k)
+      for (int pe = 0; pe < s.n; ++pe) shmem::signal_op(sig, s.me + 1, shmem::SIGNAL_ADD, pe);
+    shmem::signal_op(sig + 1, 1000 + s.me, shmem::SIGNAL_SET, next);
+    shmem::quiet();
+  });
+  REQUIRE(shmem::barrier_all() == 0);
+  CHECK(sig[0] == static_cast<uint64_t>(kAdds * s.n * (s.n + 1) / 2));
+  CHECK(sig[1] == static_cast<uint64_t>(1000 + prev));
+  CHECK(signals.check_guards({2}).empty());
+  REQUIRE(shmem::barrier_all() == 0);
+}
+
 TEST_CASE("signal_fetch reads this PE's signal as it is now") {
   Session s;
   GuardedSlots<uint64_t> sig(1, 1);
@@ -140,6 +212,16 @@ TEST_CASE("a signal operation other than SIGNAL_SET or SIGNAL_ADD traps, and not
     expect_device_failure(
         [&] { shmem::put_signal_nbi<Warp>(data.slot(0), src, 8, sig.slot(0), 1, op, pe); },
         want("put_signal_nbi"), state::DeviceErrorCode::kBadArgument, pe, sig.slot(0));
+    expect_device_failure(
+        [&] {
+          shmem::putmem_signal<Block>(data.slot(0), src, sizeof(src), sig.slot(0), 1, op, pe);
+        },
+        want("putmem_signal"), state::DeviceErrorCode::kBadArgument, pe, sig.slot(0));
+    expect_device_failure([&] { shmem::put_signal(data.slot(0), src, 8, sig.slot(0), 1, op, pe); },
+                          want("put_signal"), state::DeviceErrorCode::kBadArgument, pe,
+                          sig.slot(0));
+    expect_device_failure([&] { shmem::signal_op(sig.slot(0), 1, op, pe); }, want("signal_op"),
+                          state::DeviceErrorCode::kBadArgument, pe, sig.slot(0));
   }
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(data.check_guards({0}).empty());  // no byte of the data arrived

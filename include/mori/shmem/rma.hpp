@@ -23,6 +23,15 @@ namespace mori::shmem {
 
 namespace detail {
 
+// A blocking call's completion, once the scope has issued its share on transport Tr: one
+// participant quiets the PE's QP, and none returns before it has (so the source may be reused).
+template <Scope S, typename Tr>
+MORI_DEVICE void complete(int pe, int qp) {
+  S::sync();
+  if (S::leader()) Tr::quiet(pe, qp);
+  S::sync();
+}
+
 // One call of the family: resolve the remote side, move the bytes on the PE's transport, and, for
 // the blocking forms, complete them. Every participant returns only when the whole scope has
 // finished its share.
@@ -35,11 +44,10 @@ MORI_DEVICE void rma(const char* call, void* local, const void* remote, uint64_t
       Tr::template get<S>(call, local, t, bytes);
     else
       Tr::template put<S>(call, t, local, bytes);
-    S::sync();
-    if constexpr (kBlocking) {
-      if (S::leader()) Tr::quiet(pe, qp);
+    if constexpr (kBlocking)
+      complete<S, Tr>(pe, qp);
+    else
       S::sync();
-    }
   });
 }
 
