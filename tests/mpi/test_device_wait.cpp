@@ -1,7 +1,8 @@
 // The wait and test families over P2P and over RDMA, for the integer element types: every
 // comparison true and false (at the edges of each type's range too), waits satisfied by a peer's p
-// and AMOs, data put before a flag visible once the wait returns, the array forms with status masks
-// against a host reference and with peers' updates, and the checks: a bad comparison, an ivar
+// and AMOs, data put before a flag visible once the wait returns, the array forms (one comparison
+// value, and the _vector forms with one per entry) with status masks against a host reference and
+// with peers' updates, and the checks: a bad comparison, an ivar
 // outside symmetric memory, and waits that never come true timing out with their exact diagnostic.
 #include <cstdint>
 #include <limits>
@@ -118,6 +119,8 @@ void run_peer_walks(const Session& s, bool with_amo) {
 // ---- the array forms ----------------------------------------------------------------------------
 constexpr size_t kN = 8;
 constexpr int kValues[kN] = {7, 3, 7, 9, 7, 0, 12, 7};
+// The _vector forms' own values: against kValues each comparison holds for some entries only.
+constexpr int kCmpValues[kN] = {7, 4, 6, 9, 8, 0, 11, 7};
 constexpr int kMasks[][kN] = {
     {0, 1, 0, 0, 1, 0, 0, 0}, {1, 0, 1, 0, 1, 0, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1}};
 
@@ -128,12 +131,12 @@ struct Outcome {
   std::vector<size_t> some;
 };
 template <typename T>
-Outcome reference(const T* values, const int* status, Cmp cmp, T value) {
+Outcome reference(const T* values, const int* status, Cmp cmp, const T* cmp_values) {
   Outcome o;
   o.all = 1;
   for (size_t i = 0; i < kN; ++i) {
     if (status && status[i]) continue;
-    if (!holds(cmp, values[i], value)) {
+    if (!holds(cmp, values[i], cmp_values[i])) {
       o.all = 0;
       continue;
     }
@@ -143,28 +146,48 @@ Outcome reference(const T* values, const int* status, Cmp cmp, T value) {
   return o;
 }
 
+// vector: the _vector forms, each entry against its own kCmpValues[i]; otherwise every entry
+// against 7.
 template <typename T>
-void run_masks() {
+void run_masks(bool vector) {
   GuardedSlots<T> ivars(1, kN);
-  for (size_t i = 0; i < kN; ++i) ivars.slot(0)[i] = static_cast<T>(kValues[i]);
+  T cmp_values[kN];
+  for (size_t i = 0; i < kN; ++i) {
+    ivars.slot(0)[i] = static_cast<T>(kValues[i]);
+    cmp_values[i] = static_cast<T>(vector ? kCmpValues[i] : 7);
+  }
   for (const int* status : {static_cast<const int*>(nullptr), kMasks[0], kMasks[1], kMasks[2]}) {
     for (Cmp cmp : kCmps) {
       CAPTURE(cmp);
       CAPTURE(status ? status - kMasks[0] : -1);
-      const Outcome want = reference(ivars.slot(0), status, cmp, T{7});
+      const Outcome want = reference(ivars.slot(0), status, cmp, cmp_values);
       Outcome tested, waited;
       std::vector<size_t> indices(kN, SIZE_MAX), waited_indices(kN, SIZE_MAX);
       size_t some = 0, waited_some = 0;
       const bool empty_set = status == kMasks[2];
+      const bool any_ends = want.any != SIZE_MAX || empty_set;  // only waits that end
       launch({1}, {1}, [&] {
         T* iv = ivars.slot(0);
+        size_t* ix = indices.data();
+        size_t* wix = waited_indices.data();
+        if (vector) {
+          tested.all = shmem::test_all_vector(iv, kN, status, cmp, cmp_values);
+          tested.any = shmem::test_any_vector(iv, kN, status, cmp, cmp_values);
+          some = shmem::test_some_vector(iv, kN, ix, status, cmp, cmp_values);
+          if (want.all) shmem::wait_until_all_vector(iv, kN, status, cmp, cmp_values);
+          if (any_ends) {
+            waited.any = shmem::wait_until_any_vector(iv, kN, status, cmp, cmp_values);
+            waited_some = shmem::wait_until_some_vector(iv, kN, wix, status, cmp, cmp_values);
+          }
+          return;
+        }
         tested.all = shmem::test_all(iv, kN, status, cmp, 7);
         tested.any = shmem::test_any(iv, kN, status, cmp, 7);
-        some = shmem::test_some(iv, kN, indices.data(), status, cmp, 7);
-        if (want.all) shmem::wait_until_all(iv, kN, status, cmp, 7);  // only waits that end
-        if (want.any != SIZE_MAX || empty_set) {
+        some = shmem::test_some(iv, kN, ix, status, cmp, 7);
+        if (want.all) shmem::wait_until_all(iv, kN, status, cmp, 7);
+        if (any_ends) {
           waited.any = shmem::wait_until_any(iv, kN, status, cmp, 7);
-          waited_some = shmem::wait_until_some(iv, kN, waited_indices.data(), status, cmp, 7);
+          waited_some = shmem::wait_until_some(iv, kN, wix, status, cmp, 7);
         }
       });
       indices.resize(some);
@@ -172,7 +195,7 @@ void run_masks() {
       CHECK(tested.all == want.all);
       CHECK(tested.any == want.any);
       CHECK(indices == want.some);
-      if (want.any != SIZE_MAX || empty_set) {
+      if (any_ends) {
         CHECK(waited.any == want.any);
         CHECK(waited_indices == want.some);
       }
@@ -231,7 +254,12 @@ TEST_CASE_TEMPLATE_DEFINE("wait_until: satisfied by a peer's p, step by step", T
 TEST_CASE_TEMPLATE_DEFINE("test_* and wait_until_*: status masks against a host reference", T,
                           masks_id) {
   Session s;
-  run_masks<T>();
+  run_masks<T>(false);
+}
+TEST_CASE_TEMPLATE_DEFINE("test_*_vector and wait_until_*_vector: a value per entry, status masks",
+                          T, vector_masks_id) {
+  Session s;
+  run_masks<T>(true);
 }
 TEST_CASE_TEMPLATE_DEFINE("wait_until_all / _any / _some: satisfied by peers", T, peer_arrays_id) {
   Session s;
@@ -240,6 +268,7 @@ TEST_CASE_TEMPLATE_DEFINE("wait_until_all / _any / _some: satisfied by peers", T
 TEST_CASE_TEMPLATE_APPLY(edges_id, IntegerTuple);
 TEST_CASE_TEMPLATE_APPLY(peer_id, IntegerTuple);
 TEST_CASE_TEMPLATE_APPLY(masks_id, IntegerTuple);
+TEST_CASE_TEMPLATE_APPLY(vector_masks_id, IntegerTuple);
 TEST_CASE_TEMPLATE_APPLY(peer_arrays_id, IntegerTuple);
 
 TEST_CASE("wait_until: data put before the flag (and a fence) is visible once the wait returns") {
@@ -338,5 +367,20 @@ TEST_CASE("waits that never come true time out naming the ivar, its value and th
   expect_timeout(
       [&] { shmem::wait_until_some(iv, 4, indices, nullptr, shmem::CMP_GE, 100); },
       "wait_until_some" + head + hex_text(iv) + " (entry 0 of 4) is -5, waiting for >= 100" + pe,
+      iv, static_cast<uint64_t>(-5));
+  // The vector forms name the entry's own value.
+  const int64_t cmp_values[4] = {-5, -4, -3, -3};
+  expect_timeout([&] { shmem::wait_until_all_vector(iv, 4, status, shmem::CMP_LE, cmp_values); },
+                 "wait_until_all_vector" + head + hex_text(iv + 3) +
+                     " (entry 3 of 4) is -2, waiting for <= -3" + pe,
+                 iv + 3, static_cast<uint64_t>(-2));
+  expect_timeout([&] { shmem::wait_until_any_vector(iv, 4, status, shmem::CMP_LT, cmp_values); },
+                 "wait_until_any_vector" + head + hex_text(iv + 1) +
+                     " (entry 1 of 4) is -4, waiting for < -4" + pe,
+                 iv + 1, static_cast<uint64_t>(-4));
+  expect_timeout(
+      [&] { shmem::wait_until_some_vector(iv, 4, indices, nullptr, shmem::CMP_LT, cmp_values); },
+      "wait_until_some_vector" + head + hex_text(iv) + " (entry 0 of 4) is -5, waiting for < -5" +
+          pe,
       iv, static_cast<uint64_t>(-5));
 }

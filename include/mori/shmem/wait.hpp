@@ -9,10 +9,13 @@
 //   wait_until_any / test_any -> size_t       the lowest index of an entry that satisfies it
 //   wait_until_some / test_some -> size_t     how many satisfy it; their indices, ascending, in
 //                                             `indices`
+//   wait_until_all_vector, _any_vector, _some_vector, test_all_vector, _any_vector, _some_vector
+//                                             the same, but entry i is compared with its own
+//                                             cmp_values[i] (one comparison for all entries)
 //   wait_until_equals(addr, v) -> int (0), wait_until_greater_than(addr, v) -> T  (the ABI's pair)
 //
 // The set of the array forms is ivars[0, n) less every entry whose `status` is nonzero; status may
-// be null. An empty set (n == 0, or every entry excluded) is vacuously "all" (wait_until_all
+// be null; cmp_values (vector forms) is this thread's own memory, read only at watched entries. An empty set (n == 0, or every entry excluded) is vacuously "all" (wait_until_all
 // returns at once, test_all returns 1) and never "any" or "some" (wait_until_any and test_any
 // return SIZE_MAX, wait_until_some and test_some return 0), as in OpenSHMEM 1.5. The _any forms
 // always report the lowest satisfying index; to serve every entry, exclude the ones already handled
@@ -26,7 +29,7 @@
 // Every wait honours MORI_SHMEM_TIMEOUT_MS: past the deadline it records, and traps with,
 //   "wait_until timed out after 200 ms: *0x7f12... is 5, waiting for == 7 (PE 0)"
 // (the array forms add "(entry i of n)" after the address: the first unmet entry for _all, the
-// first watched one for _any and _some). Checked builds also trap on a comparison outside
+// first watched one for _any and _some; the vector forms print that entry's own value). Checked builds also trap on a comparison outside
 // CMP_EQ..CMP_GE and on ivars that are misaligned or outside this PE's symmetric memory (nobody
 // else could ever write them).
 #pragma once
@@ -73,13 +76,15 @@ struct WaitSet {
   const int* status;
   Cmp cmp;
   T value;
-  bool array;  // an array form: messages name the entry
+  bool array;       // an array form: messages name the entry
+  const T* values;  // a vector form: entry i is compared with values[i], not with `value`
 
   MORI_DEVICE bool watched(size_t i) const { return !status || status[i] == 0; }
+  MORI_DEVICE T value_of(size_t i) const { return values ? values[i] : value; }
   MORI_DEVICE bool ready(size_t i, T* seen) const {
     *seen =
         platform::atomic_load<platform::MemOrder::Acquire, platform::MemScope::System>(ivars + i);
-    return satisfies(cmp, *seen, value);
+    return satisfies(cmp, *seen, value_of(i));
   }
   // Moves *cursor past the entries that are excluded or satisfied; true once none is left. *seen
   // is the last value read.
@@ -115,7 +120,7 @@ struct WaitSet {
                   m << "*" << hex(ivars + i);
                   if (array) m << " (entry " << i << " of " << n << ")";
                   m << " is " << as_number(seen) << ", waiting for " << cmp_text(cmp) << " "
-                    << as_number(value) << " (PE " << state::this_pe() << ")";
+                    << as_number(value_of(i)) << " (PE " << state::this_pe() << ")";
                 });
   }
 };
@@ -143,7 +148,15 @@ MORI_DEVICE WaitSet<T> wait_set(const char* call, T* ivars, size_t n, const int*
       resolve(call, ivars, byte_count(call, ivars, n, sizeof(T), me), me, 0);
     }
   }
-  return {call, ivars, n, status, cmp, value, array};
+  return {call, ivars, n, status, cmp, value, array, nullptr};
+}
+// The set of a vector form: entry i is compared with values[i].
+template <typename T>
+MORI_DEVICE WaitSet<T> wait_set(const char* call, T* ivars, size_t n, const int* status, Cmp cmp,
+                                const T* values) {
+  WaitSet<T> s = wait_set(call, ivars, n, status, cmp, T{}, true);
+  s.values = values;
+  return s;
 }
 
 // Blocks until every watched entry satisfies the condition; returns the last value read (for a
@@ -177,6 +190,11 @@ MORI_DEVICE int test_all(const WaitSet<T>& s) {
   size_t cursor = 0;
   T seen;
   return s.all_ready(&cursor, &seen) ? 1 : 0;
+}
+template <typename T>
+MORI_DEVICE size_t test_any(const WaitSet<T>& s) {
+  const size_t i = s.next_ready(0);
+  return i < s.n ? i : SIZE_MAX;
 }
 
 }  // namespace detail
@@ -228,14 +246,46 @@ MORI_DEVICE int test_all(T* ivars, size_t n, const int* status, Cmp cmp, WaitVal
 }
 template <typename T>
 MORI_DEVICE size_t test_any(T* ivars, size_t n, const int* status, Cmp cmp, WaitValue<T> value) {
-  const auto s = detail::wait_set("test_any", ivars, n, status, cmp, value, true);
-  const size_t i = s.next_ready(0);
-  return i < n ? i : SIZE_MAX;
+  return detail::test_any(detail::wait_set("test_any", ivars, n, status, cmp, value, true));
 }
 template <typename T>
 MORI_DEVICE size_t test_some(T* ivars, size_t n, size_t* indices, const int* status, Cmp cmp,
                              WaitValue<T> value) {
   return detail::wait_set("test_some", ivars, n, status, cmp, value, true).collect(indices);
+}
+
+// ---- arrays of ivars, each with its own comparison value ----------------------------------------
+template <typename T>
+MORI_DEVICE void wait_until_all_vector(T* ivars, size_t n, const int* status, Cmp cmp,
+                                       const WaitValue<T>* cmp_values) {
+  detail::wait_all(detail::wait_set("wait_until_all_vector", ivars, n, status, cmp, cmp_values));
+}
+template <typename T>
+MORI_DEVICE size_t wait_until_any_vector(T* ivars, size_t n, const int* status, Cmp cmp,
+                                         const WaitValue<T>* cmp_values) {
+  return detail::wait_any(
+      detail::wait_set("wait_until_any_vector", ivars, n, status, cmp, cmp_values));
+}
+template <typename T>
+MORI_DEVICE size_t wait_until_some_vector(T* ivars, size_t n, size_t* indices, const int* status,
+                                          Cmp cmp, const WaitValue<T>* cmp_values) {
+  return detail::wait_some(
+      detail::wait_set("wait_until_some_vector", ivars, n, status, cmp, cmp_values), indices);
+}
+template <typename T>
+MORI_DEVICE int test_all_vector(T* ivars, size_t n, const int* status, Cmp cmp,
+                                const WaitValue<T>* cmp_values) {
+  return detail::test_all(detail::wait_set("test_all_vector", ivars, n, status, cmp, cmp_values));
+}
+template <typename T>
+MORI_DEVICE size_t test_any_vector(T* ivars, size_t n, const int* status, Cmp cmp,
+                                   const WaitValue<T>* cmp_values) {
+  return detail::test_any(detail::wait_set("test_any_vector", ivars, n, status, cmp, cmp_values));
+}
+template <typename T>
+MORI_DEVICE size_t test_some_vector(T* ivars, size_t n, size_t* indices, const int* status, Cmp cmp,
+                                    const WaitValue<T>* cmp_values) {
+  return detail::wait_set("test_some_vector", ivars, n, status, cmp, cmp_values).collect(indices);
 }
 
 }  // namespace mori::shmem
