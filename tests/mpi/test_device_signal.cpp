@@ -87,6 +87,14 @@ void run_rounds(const Session& s, Pattern pattern, shmem::atomicType op) {
   CHECK(signals.check_guards({static_cast<size_t>(s.n)}).empty());
 }
 
+// run.template operator()<S>() for S = Thread, Warp, Block.
+template <typename F>
+void in_every_scope(F&& run) {
+  run.template operator()<Thread>();
+  run.template operator()<Warp>();
+  run.template operator()<Block>();
+}
+
 template <typename S, typename T>
 void all_patterns(const Session& s) {
   for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll})
@@ -95,17 +103,6 @@ void all_patterns(const Session& s) {
       run_rounds<S, T>(s, pattern, op);
     }
 }
-
-}  // namespace
-
-TEST_CASE_TEMPLATE_DEFINE("put_signal_nbi: the receiver sees all the data once the signal is set",
-                          T, put_signal_id) {
-  Session s;
-  all_patterns<Thread, T>(s);
-  all_patterns<Warp, T>(s);
-  all_patterns<Block, T>(s);
-}
-TEST_CASE_TEMPLATE_APPLY(put_signal_id, ElementTuple);
 
 // The blocking forms in a ring: the sender overwrites its source as soon as the call returns, so a
 // receiver that waits for the signal and then reads anything but the original data shows a put
@@ -147,12 +144,19 @@ void run_blocking(const Session& s) {
   CHECK(signals.check_guards({1}).empty());
 }
 
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("put_signal_nbi: the receiver sees all the data once the signal is set",
+                          T, put_signal_id) {
+  Session s;
+  in_every_scope([&]<typename S>() { all_patterns<S, T>(s); });
+}
+TEST_CASE_TEMPLATE_APPLY(put_signal_id, ElementTuple);
+
 TEST_CASE_TEMPLATE_DEFINE("put_signal / putmem_signal: the source is free again once they return",
                           T, blocking_id) {
   Session s;
-  run_blocking<Thread, T>(s);
-  run_blocking<Warp, T>(s);
-  run_blocking<Block, T>(s);
+  in_every_scope([&]<typename S>() { run_blocking<S, T>(s); });
 }
 TEST_CASE_TEMPLATE_APPLY(blocking_id, ElementTuple);
 
