@@ -15,11 +15,12 @@
 //   wait_until_equals(addr, v) -> int (0), wait_until_greater_than(addr, v) -> T  (the ABI's pair)
 //
 // The set of the array forms is ivars[0, n) less every entry whose `status` is nonzero; status may
-// be null; cmp_values (vector forms) is this thread's own memory, read only at watched entries. An empty set (n == 0, or every entry excluded) is vacuously "all" (wait_until_all
-// returns at once, test_all returns 1) and never "any" or "some" (wait_until_any and test_any
-// return SIZE_MAX, wait_until_some and test_some return 0), as in OpenSHMEM 1.5. The _any forms
-// always report the lowest satisfying index; to serve every entry, exclude the ones already handled
-// through `status`, as OpenSHMEM's own example of test_any does.
+// be null. The vector forms read cmp_values[i] (any memory the caller can read, with plain loads)
+// only for watched entries. An empty set (n == 0, or every entry excluded) is vacuously "all"
+// (wait_until_all returns at once, test_all returns 1) and never "any" or "some" (wait_until_any
+// and test_any return SIZE_MAX, wait_until_some and test_some return 0), as in OpenSHMEM 1.5. The
+// _any forms always report the lowest satisfying index; to serve every entry, exclude the ones
+// already handled through `status`, as OpenSHMEM's own example of test_any does.
 //
 // Ordering: every read of an ivar is an acquire load at system scope. A call that reports the
 // condition met (a wait returning, test returning 1, an index returned) therefore also makes
@@ -29,9 +30,9 @@
 // Every wait honours MORI_SHMEM_TIMEOUT_MS: past the deadline it records, and traps with,
 //   "wait_until timed out after 200 ms: *0x7f12... is 5, waiting for == 7 (PE 0)"
 // (the array forms add "(entry i of n)" after the address: the first unmet entry for _all, the
-// first watched one for _any and _some; the vector forms print that entry's own value). Checked builds also trap on a comparison outside
-// CMP_EQ..CMP_GE and on ivars that are misaligned or outside this PE's symmetric memory (nobody
-// else could ever write them).
+// first watched one for _any and _some; the vector forms print that entry's own value). Checked
+// builds also trap on a comparison outside CMP_EQ..CMP_GE and on ivars that are misaligned or
+// outside this PE's symmetric memory (nobody else could ever write them).
 #pragma once
 
 #include <cstddef>
