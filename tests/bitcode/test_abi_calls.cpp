@@ -134,6 +134,71 @@ TEST_CASE("abi.atomic") {
     shmem::free(q);
 }
 
+namespace {
+
+// The blocking put-with-signal, signal_op, and the array and _vector waits and tests: part of
+// abi.signal_wait (one ctest entry per case).
+void signal_op_blocking_arrays(const AbiSession& s) {
+  constexpr size_t kN = 32;
+  auto* data = symmetric<uint64_t>(kN);
+  auto* bytes = symmetric<uint8_t>(kN);
+  auto* sig = symmetric<uint64_t>(3);
+  sig[0] = sig[1] = sig[2] = 0;
+  std::vector<uint64_t> src(kN);
+  std::vector<uint8_t> src_bytes(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    src[i] = s.me * 1000 + i;
+    src_bytes[i] = static_cast<uint8_t>(s.me + i);
+  }
+  barrier();
+  using SignalArgs = int(void*, uint64_t, atomicType, int, int);
+  auto* signal_op = fn<SignalArgs>("mori_shmem_signal_op");
+  auto* put_signal =
+      fn<int(uint64_t*, const uint64_t*, size_t, void*, uint64_t, atomicType, int, int)>(
+          "mori_shmem_put_uint64_signal_warp");
+  auto* putmem_signal = fn<int(void*, const void*, size_t, void*, uint64_t, atomicType, int, int)>(
+      "mori_shmem_putmem_signal_thread");
+  using Vector = size_t(uint64_t*, size_t, const int*, Cmp, const uint64_t*);
+  auto* wait_all_vector = fn<int(uint64_t*, size_t, const int*, Cmp, const uint64_t*)>(
+      "mori_shmem_uint64_wait_until_all_vector");
+  auto* test_any_vector = fn<Vector>("mori_shmem_uint64_test_any_vector");
+  auto* wait_some = fn<size_t(uint64_t*, size_t, size_t*, const int*, Cmp, uint64_t)>(
+      "mori_shmem_uint64_wait_until_some");
+  auto* test_all =
+      fn<int(uint64_t*, size_t, const int*, Cmp, uint64_t)>("mori_shmem_uint64_test_all");
+  launch({1}, {64}, [&] {
+    CHECK(put_signal(data, src.data(), kN, sig, 5, shmem::SIGNAL_SET, s.next, 0) == 0);
+  });
+  launch({1}, {1}, [&] {
+    CHECK(putmem_signal(bytes, src_bytes.data(), kN, sig + 1, 2, shmem::SIGNAL_ADD, s.next, 0) ==
+          0);
+    CHECK(signal_op(sig + 2, 7, shmem::SIGNAL_ADD, s.next, 0) == 0);
+    CHECK(signal_op(sig + 2, 1, shmem::SIGNAL_ADD, s.next, 0) == 0);
+  });
+  const uint64_t want[3] = {5, 2, 8};
+  const int skip_last[3] = {0, 0, 1};
+  size_t indices[3] = {};
+  launch({1}, {1}, [&] {
+    CHECK(wait_all_vector(sig, 3, nullptr, shmem::CMP_EQ, want) == 0);
+    const uint64_t later[3] = {6, 2, 9};
+    CHECK(test_any_vector(sig, 3, nullptr, shmem::CMP_GE, later) == 1);
+    CHECK(test_any_vector(sig, 3, skip_last, shmem::CMP_GT, want) == SIZE_MAX);
+    CHECK(wait_some(sig, 3, indices, skip_last, shmem::CMP_LE, 5) == 2);
+    CHECK(test_all(sig, 3, skip_last, shmem::CMP_GE, 2) == 1);
+  });
+  CHECK(indices[0] == 0);
+  CHECK(indices[1] == 1);
+  for (size_t i = 0; i < kN; ++i) {
+    CHECK(data[i] == s.prev * 1000 + i);
+    CHECK(bytes[i] == static_cast<uint8_t>(s.prev + i));
+  }
+  barrier();
+  for (void* p : {static_cast<void*>(data), static_cast<void*>(bytes), static_cast<void*>(sig)})
+    shmem::free(p);
+}
+
+}  // namespace
+
 TEST_CASE("abi.signal_wait") {
   AbiSession s;
   constexpr size_t kN = 64;
@@ -163,6 +228,7 @@ TEST_CASE("abi.signal_wait") {
   barrier();
   shmem::free(data);
   shmem::free(sig);
+  signal_op_blocking_arrays(s);
 }
 
 TEST_CASE("abi.query_barrier") {

@@ -177,7 +177,8 @@ TEST_CASE("the typed families cover every type of the X-macro lists") {
     expected.push_back(std::string("mori_shmem_") + op + "_" #NAME "_nbi_" + s); \
     expected.push_back(std::string("mori_shmem_") + op + "_" #NAME "_" + s);     \
   }                                                                              \
-  expected.push_back("mori_shmem_put_" #NAME "_nbi_signal_" + s);
+  expected.push_back("mori_shmem_put_" #NAME "_nbi_signal_" + s);                \
+  expected.push_back("mori_shmem_put_" #NAME "_signal_" + s);
     MORI_FOR_EACH_TYPE(MORI_EXPECT_RMA)
 #undef MORI_EXPECT_RMA
   }
@@ -197,7 +198,11 @@ TEST_CASE("the typed families cover every type of the X-macro lists") {
   expected.push_back("mori_shmem_atomic_" #NAME "_fetch_thread");                     \
   for (const char* cmp : cmps)                                                        \
     for (const char* op : {"_wait_until_", "_test_"})                                 \
-      expected.push_back(std::string("mori_shmem_" #NAME) + op + cmp);
+      expected.push_back(std::string("mori_shmem_" #NAME) + op + cmp);                \
+  for (const char* set : {"all", "any", "some"})                                      \
+    for (const char* op : {"_wait_until_", "_test_"})                                 \
+      for (const char* vector : {"", "_vector"})                                      \
+        expected.push_back(std::string("mori_shmem_" #NAME) + op + set + vector);
   MORI_FOR_EACH_AMO_TYPE(MORI_EXPECT_AMO)
 #undef MORI_EXPECT_AMO
   for (const std::string& name : expected) CHECK_MESSAGE(functions.count(name), name);
