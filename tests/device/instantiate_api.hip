@@ -128,18 +128,22 @@ MORI_KERNEL void instantiate_atomic(void* at, uint64_t v, int pe, int qp, uint64
 }
 #undef MORI_INSTANTIATE_
 
-// ---- signal: put-with-signal in every scope, bytes and typed; the signal waits ------------------
+// ---- signal: put-with-signal (_nbi, blocking) in every scope, bytes and typed; signal_op; waits ---
 MORI_KERNEL void instantiate_signal(void* dst, const void* src, size_t n, uint64_t* sig, uint64_t v,
                                     shmem::atomicType op, shmem::Cmp cmp, int pe, int qp,
                                     uint64_t* out) {
   for_each_scope([&]<typename S>() {
     shmem::putmem_signal_nbi<S>(dst, src, n, sig, v, op, pe, qp);
+    shmem::putmem_signal<S>(dst, src, n, sig, v, op, pe, qp);
 #define MORI_INSTANTIATE_(type, name)                                                             \
   shmem::put_signal_nbi<S>(static_cast<type*>(dst), static_cast<const type*>(src), n, sig, v, op, \
-                           pe, qp);
+                           pe, qp);                                                               \
+  shmem::put_signal<S>(static_cast<type*>(dst), static_cast<const type*>(src), n, sig, v, op, pe, \
+                       qp);
     MORI_FOR_EACH_TYPE(MORI_INSTANTIATE_);
 #undef MORI_INSTANTIATE_
   });
+  shmem::signal_op(sig, v, op, pe, qp);
   out[0] = shmem::signal_wait_until(sig, cmp, v);
   out[1] = shmem::signal_fetch(sig);
 }
@@ -162,6 +166,13 @@ MORI_DEVICE uint64_t waits(void* at, size_t n, const int* status, size_t* indice
     r += shmem::test_all(ivars, n, status, cmp, v);
     r += shmem::test_any(ivars, n, status, cmp, v);
     r += shmem::test_some(ivars, n, indices, status, cmp, v);
+    const T* values = ivars;  // any array of n comparison values
+    shmem::wait_until_all_vector(ivars, n, status, cmp, values);
+    r += shmem::wait_until_any_vector(ivars, n, status, cmp, values);
+    r += shmem::wait_until_some_vector(ivars, n, indices, status, cmp, values);
+    r += shmem::test_all_vector(ivars, n, status, cmp, values);
+    r += shmem::test_any_vector(ivars, n, status, cmp, values);
+    r += shmem::test_some_vector(ivars, n, indices, status, cmp, values);
     return r;
   } else {
     return 0;  // OpenSHMEM defines wait and test for integers only
