@@ -96,35 +96,41 @@ MORI_KERNEL void instantiate_query(const void* at, int pe, uint64_t* out) {
   out[2] = static_cast<uint64_t>(shmem::n_pes());
 }
 
-// ---- atomic: every AMO by name and by ABI code, on the AMO types --------------------------------
+// ---- atomic: every AMO by name and by ABI code, on every AMO type, as its class allows ---------
 namespace {
 template <typename T>
 MORI_DEVICE uint64_t amos(void* at_bytes, uint64_t v64, int pe, int qp) {
   T* at = static_cast<T*>(at_bytes);
   const T v = static_cast<T>(v64);
-  shmem::atomic_inc(at, pe, qp);
-  shmem::atomic_add(at, v, pe, qp);
   shmem::atomic_set(at, v, pe, qp);
-  shmem::atomic_and(at, v, pe, qp);
-  shmem::atomic_or(at, v, pe, qp);
-  shmem::atomic_xor(at, v, pe, qp);
-  shmem::atomic_nonfetch(at, v, shmem::AMO_ADD, pe, qp);
+  shmem::atomic_nonfetch(at, v, shmem::AMO_SET, pe, qp);
   T r = shmem::atomic_fetch(at, pe, qp);
-  r += shmem::atomic_fetch_inc(at, pe, qp);
-  r += shmem::atomic_fetch_add(at, v, pe, qp);
-  r += shmem::atomic_fetch_and(at, v, pe, qp);
-  r += shmem::atomic_fetch_or(at, v, pe, qp);
-  r += shmem::atomic_fetch_xor(at, v, pe, qp);
   r += shmem::atomic_swap(at, v, pe, qp);
-  r += shmem::atomic_compare_swap(at, r, v, pe, qp);
-  r += shmem::atomic_fetch_op(at, v, r, shmem::AMO_COMPARE_SWAP, pe, qp);
+  r += shmem::atomic_fetch_op(at, v, r, shmem::AMO_SWAP, pe, qp);
+  if constexpr (shmem::amo_accepts<T>(shmem::AMO_ADD)) {  // the standard types
+    shmem::atomic_inc(at, pe, qp);
+    shmem::atomic_add(at, v, pe, qp);
+    shmem::atomic_nonfetch(at, v, shmem::AMO_ADD, pe, qp);
+    r += shmem::atomic_fetch_inc(at, pe, qp);
+    r += shmem::atomic_fetch_add(at, v, pe, qp);
+    r += shmem::atomic_compare_swap(at, r, v, pe, qp);
+    r += shmem::atomic_fetch_op(at, v, r, shmem::AMO_COMPARE_SWAP, pe, qp);
+  }
+  if constexpr (shmem::amo_accepts<T>(shmem::AMO_AND)) {  // the bitwise types
+    shmem::atomic_and(at, v, pe, qp);
+    shmem::atomic_or(at, v, pe, qp);
+    shmem::atomic_xor(at, v, pe, qp);
+    r += shmem::atomic_fetch_and(at, v, pe, qp);
+    r += shmem::atomic_fetch_or(at, v, pe, qp);
+    r += shmem::atomic_fetch_xor(at, v, pe, qp);
+  }
   return static_cast<uint64_t>(r);
 }
 }  // namespace
 
 #define MORI_INSTANTIATE_(type, name) *out += amos<type>(at, v, pe, qp);
 MORI_KERNEL void instantiate_atomic(void* at, uint64_t v, int pe, int qp, uint64_t* out) {
-  MORI_FOR_EACH_AMO_TYPE(MORI_INSTANTIATE_);
+  MORI_FOR_EACH_AMO_EXTENDED_TYPE(MORI_INSTANTIATE_);
 }
 #undef MORI_INSTANTIATE_
 

@@ -36,7 +36,7 @@ bool holds(Cmp cmp, T seen, T value) {
 }
 
 template <typename T>
-constexpr bool kIsAmo = shmem::detail::kIsAmoType<T>;  // MORI_FOR_EACH_AMO_TYPE
+constexpr bool kIsAmo = shmem::amo_accepts<T>(shmem::AMO_ADD);  // atomic_add takes T
 
 // ---- test and wait_until on one ivar ------------------------------------------------------------
 // base + d, wrapping at the type's ends (in signed arithmetic INT_MIN - 1 would be undefined).

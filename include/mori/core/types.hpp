@@ -40,12 +40,33 @@
   X(uint32_t, uint32)              \
   X(uint64_t, uint64)
 
-// The 32- and 64-bit integer types of the atomic families (OpenSHMEM 1.5, "extended AMO" set).
+// The 32- and 64-bit fixed-width integers: the types of the ABI's integer atomic and wait wrappers.
 #define MORI_FOR_EACH_AMO_TYPE(X) \
   X(uint32_t, uint32)             \
   X(int32_t, int32)               \
   X(uint64_t, uint64)             \
   X(int64_t, int64)
+
+// OpenSHMEM 1.5's AMO type classes (section 9.8) as distinct C++ types. On every supported target
+// (LP64) the C names collapse onto fewer types: int is int32_t, long is int64_t and ptrdiff_t,
+// unsigned int is uint32_t, unsigned long is uint64_t and size_t. long long and unsigned long long
+// have the width of int64_t but are types of their own.
+//   bitwise   and, or, xor (fetching and not)     the fixed-width integers, unsigned long long
+//   standard  inc, add, compare_swap              the bitwise types and long long
+//   extended  fetch, set, swap                    the standard types, float and double
+#define MORI_FOR_EACH_AMO_BITWISE_TYPE(X) \
+  MORI_FOR_EACH_AMO_TYPE(X)               \
+  X(unsigned long long, ulonglong)
+#define MORI_FOR_EACH_AMO_STANDARD_TYPE(X) \
+  MORI_FOR_EACH_AMO_BITWISE_TYPE(X)        \
+  X(long long, longlong)
+// The extended types that are not standard: fetch, set and swap only (and the ABI has those three).
+#define MORI_FOR_EACH_AMO_FLOAT_TYPE(X) \
+  X(float, float)                       \
+  X(double, double)
+#define MORI_FOR_EACH_AMO_EXTENDED_TYPE(X) \
+  MORI_FOR_EACH_AMO_STANDARD_TYPE(X)       \
+  MORI_FOR_EACH_AMO_FLOAT_TYPE(X)
 
 namespace mori {
 
@@ -65,6 +86,12 @@ struct DropFirst {
 using ElementTypes = detail::DropFirst<void MORI_FOR_EACH_TYPE(MORI_TYPE_ENTRY_)>::type;
 using PTypes = detail::DropFirst<void MORI_FOR_EACH_P_TYPE(MORI_TYPE_ENTRY_)>::type;
 using AmoTypes = detail::DropFirst<void MORI_FOR_EACH_AMO_TYPE(MORI_TYPE_ENTRY_)>::type;
+using AmoBitwiseTypes =
+    detail::DropFirst<void MORI_FOR_EACH_AMO_BITWISE_TYPE(MORI_TYPE_ENTRY_)>::type;
+using AmoStandardTypes =
+    detail::DropFirst<void MORI_FOR_EACH_AMO_STANDARD_TYPE(MORI_TYPE_ENTRY_)>::type;
+using AmoExtendedTypes =
+    detail::DropFirst<void MORI_FOR_EACH_AMO_EXTENDED_TYPE(MORI_TYPE_ENTRY_)>::type;
 #undef MORI_TYPE_ENTRY_
 
 static_assert(ElementTypes::kSize == 11,

@@ -120,6 +120,27 @@ constexpr AmoRow amo_row(atomicType op) {
   }
 }
 
+// The OpenSHMEM AMO type class (core/types.hpp) an operation is defined on: and, or and xor on the
+// bitwise types; fetch, set and swap on the extended types (which hold floating-point values);
+// inc, add and compare-swap on the standard types. The signal codes update an integer signal word
+// and read as standard, as do the markers.
+enum class AmoTypeClass : uint8_t { kStandard, kExtended, kBitwise };
+constexpr bool is_signal(atomicType op) { return op >= AMO_SIGNAL && op <= SIGNAL_ADD; }
+constexpr AmoTypeClass amo_type_class(atomicType op) {
+  switch (amo_row(op).kind) {
+    case AmoKind::kAnd:
+    case AmoKind::kOr:
+    case AmoKind::kXor:
+      return AmoTypeClass::kBitwise;
+    case AmoKind::kLoad:
+      return AmoTypeClass::kExtended;
+    case AmoKind::kSet:
+      return is_signal(op) ? AmoTypeClass::kStandard : AmoTypeClass::kExtended;
+    default:
+      return AmoTypeClass::kStandard;
+  }
+}
+
 // The operand an operation applies: 1 for the inc operations, the caller's value, or 0.
 template <typename T>
 constexpr T amo_operand(const AmoRow& row, T value) {
