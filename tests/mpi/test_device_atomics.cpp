@@ -1,9 +1,11 @@
-// Remote atomics (over P2P, and over RDMA in the mpi.rdma_* runs), for the four AMO types: every
-// operation, named and by ABI code, with exact results against a host reference on every PE; then
-// contention, every thread of a 4 x 64 grid (1 x 64 over RDMA) on every PE hammering counters on
-// one PE, where the final values must be exact and the fetched values must account for every
-// operation exactly once; over RDMA the same on another PE's registered (non-heap) buffer; then
-// the checks of bad codes and misaligned targets, with their exact messages.
+// Remote atomics (over P2P, and over RDMA in the mpi.rdma_* runs), on OpenSHMEM's AMO types: every
+// operation a type's class allows, named and by ABI code, with exact results against a host
+// reference on every PE (float and double: fetch, set and swap of -0.0, NaN payloads, denormals
+// and infinities, compared bit for bit); then contention, every thread of a 4 x 64 grid (1 x 64
+// over RDMA) on every PE hammering counters on one PE, where the final values must be exact and the
+// fetched values must account for every operation exactly once; over RDMA the same on another
+// PE's registered (non-heap) buffer; then the checks of bad codes and misaligned targets, with
+// their exact messages.
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
@@ -26,18 +28,30 @@ namespace {
 
 // ---- every operation once, against a host reference ---------------------------------------------
 
-// The location's value after `op`, computed in unsigned arithmetic (signed AMOs wrap).
+// A value's bits, as the unsigned integer of its width: what the transports update, and what the
+// checks compare (a NaN equals nothing, and -0.0 equals 0.0).
 template <typename T>
-T reference(atomicType op, T old, T value, T compare) {
-  using U = std::make_unsigned_t<T>;
+using Bits = shmem::detail::AmoBits<T>;
+template <typename T>
+Bits<T> bits(T v) {
+  return std::bit_cast<Bits<T>>(v);
+}
+template <typename T>
+T from_bits(uint64_t b) {
+  return std::bit_cast<T>(static_cast<Bits<T>>(b));
+}
+
+// The location's bits after `op`, in unsigned arithmetic (signed AMOs wrap).
+template <typename U>
+U reference(atomicType op, U old, U value, U compare) {
   switch (op) {
     case shmem::AMO_INC:
     case shmem::AMO_FETCH_INC:
-      return static_cast<T>(static_cast<U>(old) + 1);
+      return old + 1;
     case shmem::AMO_ADD:
     case shmem::AMO_FETCH_ADD:
     case shmem::AMO_SIGNAL_ADD:
-      return static_cast<T>(static_cast<U>(old) + static_cast<U>(value));
+      return old + value;
     case shmem::AMO_AND:
     case shmem::AMO_FETCH_AND:
       return old & value;
@@ -73,19 +87,18 @@ T result_of(F&& f) {
 }
 template <typename T>
 T call_named(atomicType op, T* d, T v, T c, int pe) {
-  switch (op) {
+  switch (op) {  // only the operations OpenSHMEM defines on T compile
+#define MORI_TEST_NAMED_CASE(code, call)                           \
+  case shmem::code:                                                \
+    if constexpr (shmem::amo_accepts<T>(shmem::code)) return call; \
+    break;
 #define MORI_TEST_NAMED_VALUE(code, api) \
-  case shmem::code:                      \
-    return result_of<T>([&] { return shmem::api(d, v, pe); });
+  MORI_TEST_NAMED_CASE(code, result_of<T>([&] { return shmem::api(d, v, pe); }))
 #define MORI_TEST_NAMED_UNIT(code, api) \
-  case shmem::code:                     \
-    return result_of<T>([&] { return shmem::api(d, pe); });
+  MORI_TEST_NAMED_CASE(code, result_of<T>([&] { return shmem::api(d, pe); }))
 #define MORI_TEST_NAMED_READ(code, api) \
-  case shmem::code:                     \
-    return shmem::api(static_cast<const T*>(d), pe);
-#define MORI_TEST_NAMED_COMPARE(code, api) \
-  case shmem::code:                        \
-    return shmem::api(d, c, v, pe);
+  MORI_TEST_NAMED_CASE(code, shmem::api(static_cast<const T*>(d), pe))
+#define MORI_TEST_NAMED_COMPARE(code, api) MORI_TEST_NAMED_CASE(code, shmem::api(d, c, v, pe))
 #define MORI_TEST_NAMED_NONE(code, api)
 #define MORI_TEST_NAMED(code, number, kind, arg, fetch, form, api, ...) \
   MORI_TEST_NAMED_##form(code, api)
@@ -96,9 +109,11 @@ T call_named(atomicType op, T* d, T v, T c, int pe) {
 #undef MORI_TEST_NAMED_READ
 #undef MORI_TEST_NAMED_UNIT
 #undef MORI_TEST_NAMED_VALUE
+#undef MORI_TEST_NAMED_CASE
     default:
-      throw std::logic_error("no named function for atomic code " + std::to_string(op));
+      break;
   }
+  throw std::logic_error("no named function for atomic code " + std::to_string(op));
 }
 template <typename T>
 T call_generic(atomicType op, T* d, T v, T c, int pe) {
@@ -123,35 +138,54 @@ constexpr Op kOps[] = {
     MORI_FOR_EACH_AMO(MORI_TEST_OP)
 #undef MORI_TEST_OP
 };
+// The operations OpenSHMEM defines on T.
+template <typename T>
 std::vector<Case> cases(bool generic) {
   std::vector<Case> all;
   for (const Op& o : kOps) {
     if (o.op == shmem::AMO_ACK || o.op == shmem::AMO_END_OF_NONFETCH) continue;  // markers
-    if (!generic && !o.named) continue;
+    if ((!generic && !o.named) || !shmem::amo_accepts<T>(o.op)) continue;
     all.push_back({o.op, false});
     if (o.op == shmem::AMO_COMPARE_SWAP) all.push_back({o.op, true});
   }
   return all;
 }
 
+// A value from a 64-bit pattern: its low bits for an integer T; for float and double one of the
+// values whose bits an arithmetic path would lose: -0.0, quiet and signalling NaNs with payloads,
+// denormals, an infinity, 1.0.
+template <typename T>
+T pattern(uint64_t x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    constexpr uint64_t kDouble[] = {0x8000000000000000, 0x7ff800000000dead, 0x7ff0000000000001,
+                                    0xfff8000000000abc, 0x0000000000000001, 0x800fffffffffffff,
+                                    0x7ff0000000000000, 0x3ff0000000000000};
+    constexpr uint32_t kFloat[] = {0x80000000, 0x7fc0dead, 0x7f800001, 0xffc00abc,
+                                   0x00000001, 0x807fffff, 0x7f800000, 0x3f800000};
+    return from_bits<T>(sizeof(T) == 8 ? kDouble[x % 8] : kFloat[x % 8]);
+  } else {
+    return from_bits<T>(x);
+  }
+}
 // The initial value of slot (case c, writer w) on PE `owner`, and the operands w sends there.
 template <typename T>
 T initial(size_t c, int w, int owner) {
-  return static_cast<T>(0xA5A55A5AF00F0FF0ull ^ (c * 0x10001 + w * 0x101 + owner * 7));
+  return pattern<T>(0xA5A55A5AF00F0FF0ull ^ (c * 0x10001 + w * 0x101 + owner * 7));
 }
 template <typename T>
 T operand(size_t c, int w, int owner) {
-  return static_cast<T>(0x0FF0F00F33CC3CC3ull + c * 13 + w * 5 + owner);
+  return pattern<T>(0x0FF0F00F33CC3CC3ull + c * 13 + w * 5 + owner);
 }
 template <typename T>
 T comparand(const Case& k, size_t c, int w, int owner) {
-  return k.compare_hits ? initial<T>(c, w, owner) : static_cast<T>(initial<T>(c, w, owner) + 1);
+  const T old = initial<T>(c, w, owner);
+  return k.compare_hits ? old : from_bits<T>(bits(old) + 1);
 }
 
 // Every PE applies every case to its own slot on every PE (itself included), one thread per target.
 template <typename T>
 void run_each_op(const Session& s, bool generic) {
-  const std::vector<Case> all = cases(generic);
+  const std::vector<Case> all = cases<T>(generic);
   GuardedSlots<T> slots(all.size() * s.n, 1);
   for (size_t c = 0; c < all.size(); ++c)
     for (int w = 0; w < s.n; ++w) *slots.slot(c * s.n + w) = initial<T>(c, w, s.me);
@@ -172,11 +206,12 @@ void run_each_op(const Session& s, bool generic) {
   for (size_t c = 0; c < all.size() && bad.empty(); ++c) {
     CAPTURE(all[c].op);
     for (int w = 0; w < s.n; ++w) {  // the slot PE w wrote here; what this PE fetched from PE w
-      const T want = reference(all[c].op, initial<T>(c, w, s.me), operand<T>(c, w, s.me),
-                               comparand<T>(all[c], c, w, s.me));
-      if (*slots.slot(c * s.n + w) != want) bad = "slot written by PE " + std::to_string(w);
+      const Bits<T> want =
+          reference(all[c].op, bits(initial<T>(c, w, s.me)), bits(operand<T>(c, w, s.me)),
+                    bits(comparand<T>(all[c], c, w, s.me)));
+      if (bits(*slots.slot(c * s.n + w)) != want) bad = "slot written by PE " + std::to_string(w);
       const bool fetching = shmem::is_fetching(all[c].op);
-      if (fetched[c * s.n + w] != (fetching ? initial<T>(c, s.me, w) : T{}))
+      if (bits(fetched[c * s.n + w]) != bits(fetching ? initial<T>(c, s.me, w) : T{}))
         bad = "value fetched from PE " + std::to_string(w);
     }
     CHECK_MESSAGE(bad.empty(), bad);
@@ -225,10 +260,10 @@ std::string permutation_error(std::vector<uint64_t> values, uint64_t first) {
   return "";
 }
 
-// Fetch-and-add, fetch-inc, a compare-swap loop and swap: on the target the counter is exact and
-// the fetched values (for swap: and the final value) are a permutation.
+// Fetch-and-add, fetch-inc, and with `loops` a compare-swap loop and swap: on the target the
+// counter is exact and the fetched values (for swap: and the final value) are a permutation.
 template <typename T>
-void run_counting(const Session& s) {
+void run_counting(const Session& s, bool loops) {
   const uint64_t total = uint64_t{threads()} * s.n;
   GuardedSlots<T> counters(4, 1);
   T* c[4];
@@ -237,13 +272,6 @@ void run_counting(const Session& s) {
   const int kAdd = 0, kInc = 1 % s.n, kCas = 2 % s.n, kSwap = 3 % s.n;  // target PEs
   const auto by_add = hammer(s, [&](size_t) { return shmem::atomic_fetch_add(c[0], 1, kAdd); });
   const auto by_inc = hammer(s, [&](size_t) { return shmem::atomic_fetch_inc(c[1], kInc); });
-  const auto by_cas = hammer(s, [&](size_t) {
-    T seen = shmem::atomic_fetch(c[2], kCas);
-    for (T old; (old = shmem::atomic_compare_swap(c[2], seen, seen + 1, kCas)) != seen;) seen = old;
-    return seen;
-  });
-  const auto by_swap =
-      hammer(s, [&](size_t g) { return shmem::atomic_swap(c[3], static_cast<T>(g + 1), kSwap); });
   std::string bad;
   auto check = [&](const char* what, const std::vector<uint64_t>& mine, int root, size_t i,
                    uint64_t final_value, bool with_final) {
@@ -256,8 +284,18 @@ void run_counting(const Session& s) {
   };
   check("fetch_add", by_add, kAdd, 0, total, false);
   check("fetch_inc", by_inc, kInc, 1, total, false);
-  check("compare_swap loop", by_cas, kCas, 2, total, false);
-  check("swap", by_swap, kSwap, 3, 0, true);
+  if (loops) {
+    const auto by_cas = hammer(s, [&](size_t) {
+      T seen = shmem::atomic_fetch(c[2], kCas);
+      for (T old; (old = shmem::atomic_compare_swap(c[2], seen, seen + 1, kCas)) != seen;)
+        seen = old;
+      return seen;
+    });
+    const auto by_swap =
+        hammer(s, [&](size_t g) { return shmem::atomic_swap(c[3], static_cast<T>(g + 1), kSwap); });
+    check("compare_swap loop", by_cas, kCas, 2, total, false);
+    check("swap", by_swap, kSwap, 3, 0, true);
+  }
   CHECK_MESSAGE(bad.empty(), bad);
   REQUIRE(all_ranks(bad.empty()));
 }
@@ -387,6 +425,20 @@ void run_registered(const Session& s) {
 }
 
 // ---- checks -------------------------------------------------------------------------------------
+// The codes a generic call takes on T, as its failure message says.
+template <typename T>
+const char* rule(bool fetch) {
+  if (shmem::amo_accepts<T>(shmem::AMO_AND))
+    return fetch ? "a fetching operation: use AMO_FETCH..AMO_COMPARE_SWAP"
+                 : "a non-fetching operation: use AMO_INC..SIGNAL_ADD";
+  if (shmem::amo_accepts<T>(shmem::AMO_ADD))
+    return fetch ? "a fetching AMO on long long: use AMO_FETCH..AMO_COMPARE_SWAP but "
+                   "FETCH_AND..FETCH_XOR"
+                 : "a non-fetching AMO on long long: use AMO_INC..SIGNAL_ADD but AMO_AND..AMO_XOR";
+  return fetch ? "a fetching AMO on float or double: use AMO_FETCH or AMO_SWAP"
+               : "a non-fetching AMO on float or double: use AMO_SET";
+}
+
 template <typename T>
 void run_bad_arguments(const Session& s) {
   GuardedSlots<T> slot(1, 2);
@@ -420,26 +472,24 @@ void run_bad_arguments(const Session& s) {
   for (const auto& [code, name] : kCodes) {
     CAPTURE(code);
     const auto op = static_cast<atomicType>(code);
-    auto want = [&](const char* call, const char* rule) {
+    auto want = [&](const char* call, bool fetch) {
       return std::string(call) + ": atomic code " + std::to_string(code) + " (" + name +
-             ") is not " + rule + " (PE " + std::to_string(pe) + ")";
+             ") is not " + rule<T>(fetch) + " (PE " + std::to_string(pe) + ")";
     };
-    if (code < shmem::AMO_INC || code > shmem::AMO_SIGNAL_ADD)
-      expect_device_failure(
-          [&] { shmem::atomic_nonfetch(d, 1, op, pe); },
-          want("atomic_nonfetch", "a non-fetching operation: use AMO_INC..SIGNAL_ADD"),
-          state::DeviceErrorCode::kBadArgument, pe, d);
-    if (code < shmem::AMO_FETCH || code > shmem::AMO_COMPARE_SWAP)
-      expect_device_failure(
-          [&] { shmem::atomic_fetch_op(d, 1, 7, op, pe); },
-          want("atomic_fetch_op", "a fetching operation: use AMO_FETCH..AMO_COMPARE_SWAP"),
-          state::DeviceErrorCode::kBadArgument, pe, d);
+    const bool defined = shmem::amo_accepts<T>(op);  // by OpenSHMEM, on T
+    if (code < shmem::AMO_INC || code > shmem::AMO_SIGNAL_ADD || !defined)
+      expect_device_failure([&] { shmem::atomic_nonfetch(d, 1, op, pe); },
+                            want("atomic_nonfetch", false), state::DeviceErrorCode::kBadArgument,
+                            pe, d);
+    if (code < shmem::AMO_FETCH || code > shmem::AMO_COMPARE_SWAP || !defined)
+      expect_device_failure([&] { shmem::atomic_fetch_op(d, 1, 7, op, pe); },
+                            want("atomic_fetch_op", true), state::DeviceErrorCode::kBadArgument, pe,
+                            d);
   }
   T* misaligned = reinterpret_cast<T*>(reinterpret_cast<char*>(d) + sizeof(T) / 2);
-  expect_device_failure([&] { shmem::atomic_fetch_add(misaligned, 1, pe); },
-                        "atomic_fetch_add: address " + hex_text(misaligned) +
-                            " is not aligned to " + std::to_string(sizeof(T)) + " bytes (PE " +
-                            std::to_string(pe) + ")",
+  expect_device_failure([&] { shmem::atomic_swap(misaligned, 1, pe); },
+                        "atomic_swap: address " + hex_text(misaligned) + " is not aligned to " +
+                            std::to_string(sizeof(T)) + " bytes (PE " + std::to_string(pe) + ")",
                         state::DeviceErrorCode::kBadAddress, pe, misaligned);
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(*d == T{7});  // no failed call touched the target
@@ -461,7 +511,15 @@ TEST_CASE_TEMPLATE_DEFINE("every code of atomic_nonfetch / atomic_fetch_op: exac
 TEST_CASE_TEMPLATE_DEFINE("contention: fetch_add, fetch_inc, compare_swap loop, swap", T,
                           counting_id) {
   Session s;
-  run_counting<T>(s);
+  run_counting<T>(s, true);
+  run_nonfetch_totals<T>(s);
+}
+// long long and unsigned long long reach the transports as the uint64_t bits that int64_t and
+// uint64_t do, so their compare-swap loop and swap add nothing but time; their sums are checked.
+TEST_CASE_TEMPLATE_DEFINE("contention: fetch_add, fetch_inc, add, inc on long long widths", T,
+                          long_long_counting_id) {
+  Session s;
+  run_counting<T>(s, false);
   run_nonfetch_totals<T>(s);
 }
 TEST_CASE_TEMPLATE_DEFINE("contention: and / or / xor, fetching and not, one bit per thread", T,
@@ -480,9 +538,15 @@ TEST_CASE_TEMPLATE_DEFINE("bad atomic codes and misaligned targets trap with the
   run_bad_arguments<T>(s);
 }
 
-TEST_CASE_TEMPLATE_APPLY(named_id, AmoTuple);
-TEST_CASE_TEMPLATE_APPLY(generic_id, AmoTuple);
+// Each case runs on the types of its operations' class, the costly contention on fewer: the
+// transports see only a value's width (AmoBits), so the ABI's four cover both widths.
+using ExtendedTuple = decltype(as_tuple(mori::AmoExtendedTypes{}));
+using BitwiseTuple = decltype(as_tuple(mori::AmoBitwiseTypes{}));
+TEST_CASE_TEMPLATE_APPLY(named_id, ExtendedTuple);
+TEST_CASE_TEMPLATE_APPLY(generic_id, ExtendedTuple);
+using LongLongTuple = std::tuple<long long, unsigned long long>;  // standard, not among the ABI's 4
 TEST_CASE_TEMPLATE_APPLY(counting_id, AmoTuple);
-TEST_CASE_TEMPLATE_APPLY(bitwise_id, AmoTuple);
+TEST_CASE_TEMPLATE_APPLY(long_long_counting_id, LongLongTuple);
+TEST_CASE_TEMPLATE_APPLY(bitwise_id, BitwiseTuple);
 TEST_CASE_TEMPLATE_APPLY(registered_id, AmoTuple);
-TEST_CASE_TEMPLATE_APPLY(bad_id, AmoTuple);
+TEST_CASE_TEMPLATE_APPLY(bad_id, ExtendedTuple);
