@@ -4,6 +4,7 @@
 // (dest/source, cond/value, the atomic code, the signal) and returns what the spec says.
 #include <dlfcn.h>
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -106,7 +107,13 @@ TEST_CASE("abi.atomic") {
   auto* cas = symmetric<int32_t>(1);
   auto* generic = symmetric<uint32_t>(1);
   auto* sized = symmetric<uint64_t>(1);
+  auto* real = symmetric<double>(1);
+  auto* single = symmetric<float>(1);
   *counter = 0, *cas = 7, *generic = 4, *sized = 1;
+  // float and double keep their exact bits, compared as bits (-0.0 == 0.0; a NaN equals nothing).
+  const uint64_t nan_bits = 0x7ff4000000000123;  // signalling, payload 0x4000000000123
+  *real = -0.0;
+  *single = 1.5f;
   barrier();
   auto* fetch_add =
       fn<uint64_t(uint64_t*, uint64_t, int, int)>("mori_shmem_uint64_atomic_fetch_add_thread");
@@ -116,7 +123,18 @@ TEST_CASE("abi.atomic") {
       "mori_shmem_atomic_uint32_fetch_thread");
   auto* size_nonfetch =
       fn<int(void*, void*, size_t, atomicType, int, int)>("mori_shmem_atomic_size_nonfetch_thread");
+  auto* swap_double = fn<double(double*, double, int, int)>("mori_shmem_double_atomic_swap_thread");
+  auto* set_float = fn<int(float*, float, int, int)>("mori_shmem_float_atomic_set_thread");
+  auto* fetch_float = fn<float(const float*, int, int)>("mori_shmem_float_atomic_fetch_thread");
+  auto* quiet = fn<int()>("mori_shmem_quiet_thread");
+  uint64_t swapped_out = 0;
+  uint32_t fetched_float = 0;
   launch({1}, {1}, [&] {
+    swapped_out =
+        std::bit_cast<uint64_t>(swap_double(real, std::bit_cast<double>(nan_bits), s.next, 0));
+    CHECK(set_float(single, std::bit_cast<float>(0x80000001u), s.next, 0) == 0);  // a denormal
+    CHECK(quiet() == 0);
+    fetched_float = std::bit_cast<uint32_t>(fetch_float(single, s.next, 0));
     CHECK(fetch_add(counter, 5, s.next, 0) == 0);
     CHECK(compare_swap(cas, 7, 9, s.next, 0) == 7);  // cond 7 holds: 9 is written
     CHECK(compare_swap(cas, 1, 3, s.next, 0) == 9);  // cond 1 does not: nothing changes
@@ -129,8 +147,12 @@ TEST_CASE("abi.atomic") {
   CHECK(*cas == 9);
   CHECK(*generic == 11);
   CHECK(*sized == 11);
+  CHECK(swapped_out == std::bit_cast<uint64_t>(-0.0));
+  CHECK(std::bit_cast<uint64_t>(*real) == nan_bits);
+  CHECK(std::bit_cast<uint32_t>(*single) == 0x80000001u);
+  CHECK(fetched_float == 0x80000001u);
   for (void* q : {static_cast<void*>(counter), static_cast<void*>(cas), static_cast<void*>(generic),
-                  static_cast<void*>(sized)})
+                  static_cast<void*>(sized), static_cast<void*>(real), static_cast<void*>(single)})
     shmem::free(q);
 }
 

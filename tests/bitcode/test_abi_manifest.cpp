@@ -205,7 +205,18 @@ TEST_CASE("the typed families cover every type of the X-macro lists") {
         expected.push_back(std::string("mori_shmem_" #NAME) + op + set + vector);
   MORI_FOR_EACH_AMO_TYPE(MORI_EXPECT_AMO)
 #undef MORI_EXPECT_AMO
+  // float and double: OpenSHMEM's extended AMOs (fetch, set, swap) and no others.
+  std::vector<std::string> refused;
+#define MORI_EXPECT_FLOAT_AMO(T, NAME)                                  \
+  for (const std::string op : amo_ops)                                  \
+    (op == "fetch" || op == "set" || op == "swap" ? expected : refused) \
+        .push_back("mori_shmem_" #NAME "_atomic_" + op + "_thread");    \
+  for (const char* generic : {"_nonfetch_thread", "_fetch_thread"})     \
+    refused.push_back(std::string("mori_shmem_atomic_" #NAME) + generic);
+  MORI_FOR_EACH_AMO_FLOAT_TYPE(MORI_EXPECT_FLOAT_AMO)
+#undef MORI_EXPECT_FLOAT_AMO
   for (const std::string& name : expected) CHECK_MESSAGE(functions.count(name), name);
+  for (const std::string& name : refused) CHECK_MESSAGE(!functions.count(name), name);
 }
 
 TEST_CASE("every bitcode defines every manifest function with the manifest's LLVM signature") {
