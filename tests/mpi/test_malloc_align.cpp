@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "heap_env.hpp"
 #include "mori/shmem.hpp"
 
 namespace shmem = mori::shmem;
@@ -25,18 +26,8 @@ constexpr size_t kMiB = size_t{1} << 20;
 // The heap environment for the next init; restored by the destructor. 512 MiB leaves room for
 // several 64 MiB-aligned objects after the runtime's own block at offset 0; the memory is only
 // touched where the test writes.
-struct HeapEnv {
-  explicit HeapEnv(const char* mode) {
-    setenv("MORI_SHMEM_MODE", mode, 1);
-    setenv("MORI_SHMEM_HEAP_SIZE", "512M", 1);
-    setenv("MORI_SHMEM_VMM_CHUNK_SIZE", "16M", 1);
-    setenv("MORI_SHMEM_CHECK_SYMMETRY", "1", 1);
-  }
-  ~HeapEnv() {
-    for (const char* v : {"MORI_SHMEM_MODE", "MORI_SHMEM_HEAP_SIZE", "MORI_SHMEM_VMM_CHUNK_SIZE",
-                          "MORI_SHMEM_CHECK_SYMMETRY"})
-      unsetenv(v);
-  }
+struct HeapEnv : mori::test::HeapEnv {
+  explicit HeapEnv(const char* mode) : mori::test::HeapEnv(mode, "512M", "16M") {}
 };
 
 uintptr_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "heap_env.hpp"
 #include "mori/shmem.hpp"
 #include "mori/version.hpp"
 
@@ -31,19 +32,9 @@ int world_size() {
 }
 std::string error() { return shmem::last_error(); }
 
-// Sets the heap environment for the next init; restored by the destructor.
-struct HeapEnv {
-  HeapEnv(const char* mode, const char* size) {
-    setenv("MORI_SHMEM_MODE", mode, 1);
-    setenv("MORI_SHMEM_HEAP_SIZE", size, 1);
-    setenv("MORI_SHMEM_VMM_CHUNK_SIZE", "2M", 1);
-    setenv("MORI_SHMEM_CHECK_SYMMETRY", "1", 1);
-  }
-  ~HeapEnv() {
-    for (const char* v : {"MORI_SHMEM_MODE", "MORI_SHMEM_HEAP_SIZE", "MORI_SHMEM_VMM_CHUNK_SIZE",
-                          "MORI_SHMEM_CHECK_SYMMETRY"})
-      unsetenv(v);
-  }
+// The heap environment for the next init (2 MiB VMM chunks); restored by the destructor.
+struct HeapEnv : mori::test::HeapEnv {
+  HeapEnv(const char* mode, const char* size) : mori::test::HeapEnv(mode, size, "2M") {}
 };
 
 // Offsets of `p` from the heap base of every PE must agree: compare what every rank computed.
