@@ -15,15 +15,9 @@ namespace {
 
 namespace shmem = mori::shmem;
 using mori::Block;
+using mori::for_each_scope;
 using mori::Thread;
 using mori::Warp;
-
-template <typename F>
-MORI_DEVICE void for_each_scope(F&& f) {
-  f.template operator()<Thread>();
-  f.template operator()<Warp>();
-  f.template operator()<Block>();
-}
 
 }  // namespace
 

@@ -87,14 +87,6 @@ void run_rounds(const Session& s, Pattern pattern, shmem::atomicType op) {
   CHECK(signals.check_guards({static_cast<size_t>(s.n)}).empty());
 }
 
-// run.template operator()<S>() for S = Thread, Warp, Block.
-template <typename F>
-void in_every_scope(F&& run) {
-  run.template operator()<Thread>();
-  run.template operator()<Warp>();
-  run.template operator()<Block>();
-}
-
 template <typename S, typename T>
 void all_patterns(const Session& s) {
   for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll})
@@ -149,14 +141,14 @@ void run_blocking(const Session& s) {
 TEST_CASE_TEMPLATE_DEFINE("put_signal_nbi: the receiver sees all the data once the signal is set",
                           T, put_signal_id) {
   Session s;
-  in_every_scope([&]<typename S>() { all_patterns<S, T>(s); });
+  mori::for_each_scope([&]<typename S>() { all_patterns<S, T>(s); });
 }
 TEST_CASE_TEMPLATE_APPLY(put_signal_id, ElementTuple);
 
 TEST_CASE_TEMPLATE_DEFINE("put_signal / putmem_signal: the source is free again once they return",
                           T, blocking_id) {
   Session s;
-  in_every_scope([&]<typename S>() { run_blocking<S, T>(s); });
+  mori::for_each_scope([&]<typename S>() { run_blocking<S, T>(s); });
 }
 TEST_CASE_TEMPLATE_APPLY(blocking_id, ElementTuple);
 
