@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "mori/state/gpu_states.hpp"
 #include "mori/status.hpp"
@@ -28,6 +29,30 @@ Status copy_device_to_device(void* dst, const void* src, size_t bytes);
 void free_device(void* p);
 Status alloc_host_visible(size_t bytes, void** out);
 void free_host_visible(void* p);
+
+// Memory that same-node peers can map into their own address space (buffer_register_symmetric):
+// hipMalloc memory on the hip backend (exported as a hipIpcMemHandle), memfd memory from
+// alloc_shareable on the host backend (exported as this process's pid and descriptor number, which
+// a peer duplicates with pidfd_getfd). A handle is plain bytes, sent to peers through the bootstrap.
+struct ShareableHandle {
+  uint8_t bytes[120];
+  uint64_t offset;  // of the exported range within its allocation
+};
+static_assert(sizeof(ShareableHandle) == 128);
+Status alloc_shareable(size_t bytes, void** out);
+// Fails, naming why, when `p` is not the start of a live alloc_shareable allocation.
+Status free_shareable(void* p);
+// Describes [p, p + bytes) for import by a peer; fails, naming what the backend accepts, when the
+// range is not inside one shareable allocation.
+Status export_shareable(const void* p, size_t bytes, ShareableHandle* out);
+// A peer's exported range mapped into this process.
+struct Imported {
+  void* ptr = nullptr;      // where this process reaches the range
+  void* mapping = nullptr;  // what release_imported gives back
+  size_t mapped_bytes = 0;
+};
+Status import_shareable(const ShareableHandle& handle, size_t bytes, Imported* out);
+void release_imported(const Imported& imported);
 
 // Waits until every kernel and copy this PE has started has finished.
 Status synchronize();

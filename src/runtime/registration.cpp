@@ -1,17 +1,29 @@
-// buffer_register / buffer_deregister: buffers outside the heap that device calls may use.
-// Collective: every PE registers its own buffer of the same size, and a call on an address in it
-// acts on the same offset in the target PE's buffer. On the host backend a registered buffer is
-// private memory, so peers reach it over RDMA (the software NIC), not P2P: its peer_bases are 0
-// except for this PE.
+// buffer_register, buffer_register_symmetric, buffer_deregister: buffers outside the heap that
+// device calls may use. Collective: every PE registers its own buffer of the same size, and a call
+// on an address in it acts on the same offset in the target PE's buffer.
+//
+// buffer_register makes the buffers reachable over RDMA only: its peer_bases are 0 except for this
+// PE, so a PE reached over P2P cannot reach them. buffer_register_symmetric also maps every
+// same-node peer's buffer into this process (backend.hpp, "shareable memory": hipMalloc memory
+// through IPC handles on the GPU, ext_alloc_shareable memory on the host backend), so the buffers
+// are addressable like heap memory over every transport.
 #include <cstdio>
+#include <cstring>
 
 #include "mori/shmem/host_api.hpp"
 #include "runtime/error.hpp"
 #include "runtime/runtime.hpp"
 
+namespace mori::runtime {
+Region::~Region() {
+  for (const backend::Imported& imported : imports) backend::release_imported(imported);
+}
+}  // namespace mori::runtime
+
 namespace mori::shmem {
 
 using runtime::report;
+using runtime::require;
 using runtime::Runtime;
 
 namespace {
@@ -20,6 +32,7 @@ struct Entry {
   uint64_t base;
   uint64_t size;
   uint64_t ok;  // 0 when this PE's own checks failed: every PE then fails the call together
+  backend::ShareableHandle handle;  // buffer_register_symmetric only
 };
 
 std::string hex(uint64_t v) {
@@ -52,11 +65,11 @@ Status check_existing(const Runtime& rt, uint64_t base, uint64_t size) {
   return {};
 }
 
-// Collective: every PE learns every PE's (base, size, ok); fails on all PEs if any PE's checks
-// failed or the sizes differ.
+// Collective: every PE learns every PE's (base, size, ok, handle); fails on all PEs if any PE's
+// checks failed or the sizes differ.
 Status exchange(Runtime& rt, const Status& local, uint64_t base, uint64_t size,
-                std::vector<Entry>* all) {
-  const Entry mine{base, size, local.ok() ? 1u : 0u};
+                const backend::ShareableHandle& handle, std::vector<Entry>* all) {
+  const Entry mine{base, size, local.ok() ? 1u : 0u, handle};
   all->resize(rt.n_pes);
   MORI_TRY(rt.boot->allgather(&mine, all->data(), sizeof(Entry)));
   if (!local.ok()) return local;
@@ -71,17 +84,41 @@ Status exchange(Runtime& rt, const Status& local, uint64_t base, uint64_t size,
   return {};
 }
 
-}  // namespace
+// Collective: fails on every PE when `local` failed on any, naming the first that failed.
+Status agree(Runtime& rt, const Status& local) {
+  const uint8_t mine = local.ok() ? 1 : 0;
+  std::vector<uint8_t> all(rt.n_pes);
+  MORI_TRY(rt.boot->allgather(&mine, all.data(), 1));
+  if (!local.ok()) return local;
+  for (int pe = 0; pe < rt.n_pes; ++pe)
+    if (!all[pe]) return Status::error("it failed on PE " + std::to_string(pe));
+  return {};
+}
 
-int buffer_register(void* ptr, size_t size) {
+// Maps the copy of every PE whose heap this PE maps (P2P), or none of them.
+Status import_peers(const Runtime& rt, const std::vector<Entry>& all, runtime::Region* region) {
+  for (int pe = 0; pe < rt.n_pes; ++pe) {
+    if (pe == rt.rank || rt.peer_bases[pe] == 0) continue;
+    backend::Imported imported;
+    if (Status s = backend::import_shareable(all[pe].handle, region->size, &imported); !s.ok())
+      return Status::error("cannot map PE " + std::to_string(pe) + "'s buffer: " + s.message());
+    region->imports.push_back(imported);
+    region->peer_bases[pe] = reinterpret_cast<uint64_t>(imported.ptr);
+  }
+  return {};
+}
+
+int register_buffer(const char* api, void* ptr, size_t size, bool symmetric) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  Runtime* rt = runtime::require("buffer_register");
+  Runtime* rt = require(api);
   if (!rt) return -1;
   const uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  Status local = check_new(*rt, base, size);
+  backend::ShareableHandle handle{};
+  if (local.ok() && symmetric) local = backend::export_shareable(ptr, size, &handle);
   std::vector<Entry> all;
-  if (Status s = exchange(*rt, check_new(*rt, base, size), base, size, &all); !s.ok())
-    return report("buffer_register", s);
+  if (Status s = exchange(*rt, local, base, size, handle, &all); !s.ok()) return report(api, s);
   auto region = std::make_unique<runtime::Region>();
   region->base = base;
   region->size = size;
@@ -89,17 +126,56 @@ int buffer_register(void* ptr, size_t size) {
   region->peer_bases[rt->rank] = base;
   region->rkeys.assign(rt->n_pes, 0);
   for (const Entry& e : all) region->remote_bases.push_back(e.base);
+  if (symmetric) {
+    if (Status s = agree(*rt, import_peers(*rt, all, region.get())); !s.ok()) return report(api, s);
+  }
   if (rt->rdma) {
     if (Status s = rt->rdma->register_region(base, size, region->remote_bases, &region->lkey,
                                              &region->rkeys);
         !s.ok())
-      return report("buffer_register", s);
+      return report(api, s);
   }
   rt->regions[base] = std::move(region);
   if (Status s = rt->publish(); !s.ok()) {
     rt->regions.erase(base);
-    return report("buffer_register", s);
+    return report(api, s);
   }
+  return 0;
+}
+
+}  // namespace
+
+int buffer_register(void* ptr, size_t size) {
+  return register_buffer("buffer_register", ptr, size, false);
+}
+
+int buffer_register_symmetric(void* ptr, size_t size) {
+  return register_buffer("buffer_register_symmetric", ptr, size, true);
+}
+
+void* ext_alloc_shareable(size_t size) {
+  runtime::clear_error();
+  void* p = nullptr;
+  if (Status s = backend::alloc_shareable(size, &p); !s.ok()) {
+    report("ext_alloc_shareable", s);
+    return nullptr;
+  }
+  return p;
+}
+
+int ext_free_shareable(void* ptr) {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  if (!ptr) return 0;
+  // Peers may still map a registered buffer: it has to be deregistered (collectively) first.
+  if (const Runtime* rt = runtime::current()) {
+    const uint64_t p = reinterpret_cast<uint64_t>(ptr);
+    for (const auto& [base, r] : rt->regions)
+      if (p >= base && p - base < r->size)
+        return report("ext_free_shareable", hex(p) + " is in the registered buffer " + hex(base) +
+                                                ": buffer_deregister it first");
+  }
+  if (Status s = backend::free_shareable(ptr); !s.ok()) return report("ext_free_shareable", s);
   return 0;
 }
 
@@ -110,7 +186,7 @@ int buffer_deregister(void* ptr, size_t size) {
   if (!rt) return -1;
   const uint64_t base = reinterpret_cast<uint64_t>(ptr);
   std::vector<Entry> all;
-  if (Status s = exchange(*rt, check_existing(*rt, base, size), base, size, &all); !s.ok())
+  if (Status s = exchange(*rt, check_existing(*rt, base, size), base, size, {}, &all); !s.ok())
     return report("buffer_deregister", s);
   // Every PE's device work on the buffer is over before any PE drops its keys.
   if (rt->rdma) {

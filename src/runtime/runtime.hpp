@@ -12,6 +12,7 @@
 #include "heap/allocator.hpp"
 #include "heap/heap_memory.hpp"
 #include "mori/state/gpu_states.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/env.hpp"
 #include "runtime/rdma_network.hpp"
 
@@ -25,12 +26,18 @@ struct DeviceArray {
 };
 
 struct Region {
+  Region() = default;
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+  ~Region();  // unmaps the imports
   uint64_t base = 0;
   uint64_t size = 0;
   std::vector<uint64_t> peer_bases;    // P2P view of each PE's copy (0: none)
   std::vector<uint64_t> remote_bases;  // each PE's own address of its copy
   std::vector<uint32_t> rkeys;
   uint32_t lkey = 0;
+  // buffer_register_symmetric: the same-node peers' copies mapped into this process.
+  std::vector<backend::Imported> imports;
   DeviceArray d_peer_bases, d_remote_bases, d_rkeys;
 };
 

@@ -218,11 +218,11 @@ TEST_CASE("P2P cannot reach a peer's registered buffer, nor an unreachable PE") 
   const int peer = (s.me + 1) % s.n;
   std::vector<int> reg(16, 0), src(16, 5);
   REQUIRE(shmem::buffer_register(reg.data(), reg.size() * sizeof(int)) == 0);
-  // On the host backend a registered buffer is private memory: its peers' copies are not mapped.
+  // buffer_register (not _symmetric) leaves each PE's copy private: peers' copies are not mapped.
   const std::string unmapped =
       ": PE " + std::to_string(peer) +
-      "'s copy of registered buffer 0 is not mapped into this PE (P2P reaches only the symmetric "
-      "heap here)";
+      "'s copy of registered buffer 0 is not mapped into this PE (P2P reaches a registered buffer "
+      "only when buffer_register_symmetric registered it)";
   expect_failure({DeviceErrorCode::kNotReachable, peer, 0, "put_nbi" + unmapped},
                  [&] { shmem::put_nbi(reg.data(), src.data(), 4, peer); });
   expect_failure({DeviceErrorCode::kNotReachable, peer, 0, "p" + unmapped},

@@ -238,6 +238,74 @@ TEST_CASE("ptr and ptr_p2p of a registered buffer: only this PE's copy is mapped
   REQUIRE(shmem::buffer_deregister(buf.data(), buf.size() * sizeof(uint64_t)) == 0);
 }
 
+// buffer_register_symmetric: a peer's buffer is reached like heap memory, over P2P through this
+// process's mapping of it (ptr finds it) and over RDMA through its keys. The registered range
+// starts 64 bytes into its ext_alloc_shareable allocation, whose other bytes are poisoned guards.
+// Each PE puts a block to the next PE, adds to a counter on PE 0 from every lane, and gets the
+// next PE's source block back; every PE then checks its whole allocation.
+TEST_CASE(
+    "buffer_register_symmetric: puts, gets and atomics reach a peer's buffer over every "
+    "transport") {
+  Session s;
+  constexpr size_t kGuard = 64, kBlock = 8, kAdds = 16;
+  constexpr unsigned char kPoison = 0xA5;
+  // Words: [0, 8n) the blocks PEs put here, [32, 40) this PE's source, [40, 48) what get brought
+  // back, 48 the counter.
+  constexpr size_t kWords = 49, kBytes = kWords * sizeof(uint64_t);
+  static_assert(4 * kBlock <= 32);
+  REQUIRE(s.n <= 4);
+  char* alloc = static_cast<char*>(shmem::ext_alloc_shareable(kGuard + kBytes + kGuard));
+  REQUIRE_MESSAGE(alloc != nullptr, shmem::last_error());
+  std::memset(alloc, kPoison, kGuard + kBytes + kGuard);
+  auto* buf = reinterpret_cast<uint64_t*>(alloc + kGuard);
+  for (size_t i = 0; i < kBlock; ++i) buf[32 + i] = marker(s.me, static_cast<int>(i));
+  buf[48] = 0;
+  REQUIRE_MESSAGE(shmem::buffer_register_symmetric(buf, kBytes) == 0, shmem::last_error());
+  const int next = (s.me + 1) % s.n;
+  std::vector<void*> via_ptr(s.n, &s);
+  launch({1}, {static_cast<unsigned>(kAdds)}, [&] {
+    const int lane = mori::platform::thread_rank();
+    if (lane == 0) {
+      for (int pe = 0; pe < s.n; ++pe) via_ptr[pe] = shmem::ptr(buf, pe);
+      shmem::put(buf + s.me * kBlock, buf + 32, kBlock, next);
+    }
+    shmem::atomic_add(buf + 48, uint64_t(s.me + 1), 0);
+    shmem::quiet();
+  });
+  REQUIRE(shmem::barrier_all() == 0);
+  launch({1}, {1}, [&] { shmem::get(buf + 40, buf + 32, kBlock, next); });
+  REQUIRE(shmem::barrier_all() == 0);
+
+  // Over P2P every peer's copy is mapped here; over RDMA only this PE's.
+  for (int pe = 0; pe < s.n; ++pe) CHECK((via_ptr[pe] != nullptr) == (pe == s.me || !over_rdma()));
+  CHECK(via_ptr[s.me] == buf);
+  const int prev = (s.me + s.n - 1) % s.n;
+  bool ok = true;
+  for (size_t w = 0; w < 32; ++w) {
+    const bool written = w / kBlock == static_cast<size_t>(prev);
+    uint64_t want;
+    std::memset(&want, kPoison, sizeof want);
+    if (written) want = marker(prev, static_cast<int>(w % kBlock));
+    CHECK_MESSAGE(buf[w] == want, "word " << w);
+    ok = ok && buf[w] == want;
+  }
+  for (size_t i = 0; i < kBlock; ++i) {
+    CHECK(buf[40 + i] == marker(next, static_cast<int>(i)));
+    ok = ok && buf[40 + i] == marker(next, static_cast<int>(i));
+  }
+  const uint64_t total = kAdds * static_cast<uint64_t>(s.n) * (s.n + 1) / 2;
+  CHECK(buf[48] == (s.me == 0 ? total : 0));
+  ok = ok && buf[48] == (s.me == 0 ? total : 0);
+  for (size_t b = 0; b < kGuard; ++b) {
+    ok = ok && static_cast<unsigned char>(alloc[b]) == kPoison &&
+         static_cast<unsigned char>(alloc[kGuard + kBytes + b]) == kPoison;
+  }
+  CHECK_MESSAGE(ok, "PE " << s.me << ": data, counter or guard bytes wrong");
+  REQUIRE(all_ranks(ok));
+  REQUIRE(shmem::buffer_deregister(buf, kBytes) == 0);
+  CHECK(shmem::ext_free_shareable(alloc) == 0);
+}
+
 TEST_CASE("MORI_DISABLE_P2P: ptr gives nullptr for every other PE; p and g to self still work") {
   ScopedEnv no_p2p("MORI_DISABLE_P2P", "1");
   {

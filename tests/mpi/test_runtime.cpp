@@ -396,3 +396,41 @@ TEST_CASE("buffer_register: same size on every PE, overlap and unknown buffers r
   CHECK(error().find("is not a registered buffer") != std::string::npos);
   REQUIRE(shmem::finalize() == 0);
 }
+
+TEST_CASE(
+    "buffer_register_symmetric: only ext_alloc_shareable memory, refused on every PE, nothing "
+    "lost") {
+  HeapEnv env("static_heap", "8M");
+  REQUIRE(shmem::init() == 0);
+  const int me = shmem::my_pe(), n = shmem::n_pes();
+  CHECK(shmem::ext_alloc_shareable(0) == nullptr);
+  CHECK(error() == "ext_alloc_shareable: size is 0");
+  CHECK(shmem::ext_free_shareable(nullptr) == 0);
+  std::vector<char> plain(4096);
+  CHECK(shmem::ext_free_shareable(plain.data()) != 0);
+  CHECK(error().find("is not the start of memory from ext_alloc_shareable") != std::string::npos);
+
+  constexpr size_t kBytes = 8192;
+  char* buf = static_cast<char*>(shmem::ext_alloc_shareable(kBytes));
+  REQUIRE_MESSAGE(buf != nullptr, error());
+  // The last PE offers private memory: it names why, every other PE names it.
+  void* offered = me == n - 1 ? static_cast<void*>(plain.data()) : buf;
+  CHECK(shmem::buffer_register_symmetric(offered, 4096) != 0);
+  if (me == n - 1)
+    CHECK(error().find("is not memory from mori::shmem::ext_alloc_shareable, the only memory that "
+                       "same-node peers can map on the host backend") != std::string::npos);
+  else
+    CHECK(error() == "buffer_register_symmetric: it failed on PE " + std::to_string(n - 1));
+  // A range running past its allocation.
+  CHECK(shmem::buffer_register_symmetric(buf + 4096, 4097) != 0);
+  CHECK(error().find("runs past the end of its ext_alloc_shareable allocation of 8192 bytes") !=
+        std::string::npos);
+  // Nothing was left registered: the whole allocation registers now, and is then in use.
+  REQUIRE_MESSAGE(shmem::buffer_register_symmetric(buf, kBytes) == 0, error());
+  CHECK(shmem::addr_accessible(buf + 100, (me + 1) % n) == 1);
+  CHECK(shmem::ext_free_shareable(buf) != 0);
+  CHECK(error().find(": buffer_deregister it first") != std::string::npos);
+  REQUIRE(shmem::buffer_deregister(buf, kBytes) == 0);
+  CHECK(shmem::ext_free_shareable(buf) == 0);
+  REQUIRE(shmem::finalize() == 0);
+}

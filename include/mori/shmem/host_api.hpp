@@ -7,7 +7,7 @@
 //
 // Collective calls, which every PE makes with the same arguments in the same order: init,
 // init_attr, finalize, malloc, malloc_align, ext_malloc_with_flags, calloc, realloc, free,
-// buffer_register, buffer_deregister, barrier_all.
+// buffer_register, buffer_register_symmetric, buffer_deregister, barrier_all.
 #pragma once
 
 #include <cstddef>
@@ -78,9 +78,23 @@ void* realloc(void* ptr, size_t size);
 int free(void* ptr);  // ptr from malloc*; nullptr is a no-op
 
 // Registers a buffer outside the heap so that device calls may use it; every PE registers its own
-// buffer of the same size. 0 on success.
+// buffer of the same size. 0 on success. Peers reach it over RDMA only: a PE reached over P2P
+// cannot (use buffer_register_symmetric).
 int buffer_register(void* ptr, size_t size);
+// As buffer_register, and every same-node peer also maps this PE's buffer, so that the buffers
+// are addressable like heap memory over every transport (P2P included), as NVSHMEM's
+// nvshmemx_buffer_register_symmetric and the original mori's ShmemSymmetricRegister. The buffer
+// must be memory a peer can map: on the hip backend any hipMalloc memory (through IPC handles),
+// on the host backend memory from ext_alloc_shareable; anything else is refused, naming why.
+int buffer_register_symmetric(void* ptr, size_t size);
+// Either kind; collective, after every PE's device work on the buffer is done.
 int buffer_deregister(void* ptr, size_t size);
+// Device memory that same-node peers can map, for buffer_register_symmetric: hipMalloc on the hip
+// backend, a shared-memory (memfd) mapping on the host backend. Not collective, not symmetric.
+// nullptr and an error on failure (a size of 0 included); free it with ext_free_shareable, after
+// deregistering it.
+void* ext_alloc_shareable(size_t size);
+int ext_free_shareable(void* ptr);  // nullptr is a no-op
 
 // Where this process reaches `dest_pe`'s copy of the symmetric object at `ptr` (an address in
 // my_pe's heap), or 0 when dest_pe is not P2P-reachable (another node, MORI_DISABLE_P2P) or ptr is

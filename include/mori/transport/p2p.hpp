@@ -24,14 +24,15 @@ using state::RemoteTarget;
 struct P2p {
   static constexpr const char* kName = "p2p";
 
-  // The address of `t` as mapped here; traps when that copy is not mapped (a registered buffer of a
-  // peer on the host backend, whose memory is private to its process).
+  // The address of `t` as mapped here; traps when that copy is not mapped (a peer's buffer that
+  // buffer_register registered: only buffer_register_symmetric maps peers' copies).
   MORI_DEVICE static char* address(const char* call, const RemoteTarget& t) {
     const uint64_t a = state::p2p_address(t);
     if (!a) {
       state::fail({state::DeviceErrorCode::kNotReachable, t.pe}, [&](state::Message& m) {
         m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
-          << " is not mapped into this PE (P2P reaches only the symmetric heap here)";
+          << " is not mapped into this PE (P2P reaches a registered buffer only when "
+             "buffer_register_symmetric registered it)";
       });
     }
     return reinterpret_cast<char*>(a);

@@ -3,6 +3,7 @@
 // copies) and through hipModuleGetGlobal (separately loaded modules).
 #include <hip/hip_runtime_api.h>
 
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -65,6 +66,49 @@ Status alloc_host_visible(size_t bytes, void** out) {
                "hipHostMalloc");
 }
 void free_host_visible(void* p) { (void)hipHostFree(p); }
+
+// Shareable memory is any hipMalloc memory: a range is exported as its allocation's IPC handle and
+// its offset there, and a peer's hipIpcOpenMemHandle maps the whole allocation.
+Status alloc_shareable(size_t bytes, void** out) {
+  if (bytes == 0) return Status::error("size is 0");
+  return check(hipMalloc(out, bytes), "hipMalloc");
+}
+Status free_shareable(void* p) { return check(hipFree(p), "hipFree"); }
+
+Status export_shareable(const void* p, size_t bytes, ShareableHandle* out) {
+  static_assert(sizeof(hipIpcMemHandle_t) <= sizeof(ShareableHandle::bytes));
+  hipDeviceptr_t base = nullptr;
+  size_t size = 0;
+  if (hipMemGetAddressRange(&base, &size, const_cast<void*>(p)) != hipSuccess) {
+    return Status::error(
+        "the buffer is not hipMalloc memory (hipMemGetAddressRange does not know "
+        "it), the only memory same-node peers can map");
+  }
+  const auto offset = static_cast<size_t>(static_cast<const char*>(p) - static_cast<char*>(base));
+  if (bytes > size - offset)
+    return Status::error("the buffer runs past the end of its hipMalloc allocation of " +
+                         std::to_string(size) + " bytes");
+  hipIpcMemHandle_t handle;
+  MORI_TRY(check(hipIpcGetMemHandle(&handle, base), "hipIpcGetMemHandle"));
+  *out = {};
+  std::memcpy(out->bytes, &handle, sizeof handle);
+  out->offset = offset;
+  return {};
+}
+
+Status import_shareable(const ShareableHandle& handle, size_t, Imported* out) {
+  hipIpcMemHandle_t h;
+  std::memcpy(&h, handle.bytes, sizeof h);
+  void* mapping = nullptr;
+  MORI_TRY(check(hipIpcOpenMemHandle(&mapping, h, hipIpcMemLazyEnablePeerAccess),
+                 "hipIpcOpenMemHandle"));
+  *out = {static_cast<char*>(mapping) + handle.offset, mapping, 0};
+  return {};
+}
+
+void release_imported(const Imported& imported) {
+  if (imported.mapping) (void)hipIpcCloseMemHandle(imported.mapping);
+}
 
 Status synchronize() { return check(hipDeviceSynchronize(), "hipDeviceSynchronize"); }
 
