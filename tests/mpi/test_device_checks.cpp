@@ -1,8 +1,9 @@
 // Every device-side check of the device API fires, with its exact message, and fills the
 // device-error record (code, PE, address, message) that the host reads after a failed launch:
 // a PE out of range, an address outside the heap and every registered buffer, a size that
-// overflows, an element range outside a symmetric object, a peer's copy that P2P cannot reach, an
-// unreachable PE, and the PEs of other nodes when there are no RDMA devices.
+// overflows, a strided call's stride below 1, an element range outside a symmetric object, a
+// peer's copy that P2P cannot reach, an unreachable PE, and the PEs of other nodes when there are
+// no RDMA devices.
 //
 // Only the local launch fails, so no rank waits for another; all_ranks() after each case keeps the
 // ranks in step. The first failure wins the record; each case reads it back with
@@ -190,6 +191,38 @@ TEST_CASE("a size whose byte count or end address overflows") {
                  [&] { shmem::get(local.data(), d, past_end, peer); });
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(shmem::free(d) == 0);
+}
+
+TEST_CASE("a strided call's stride below 1, or its span overflowing") {
+  Session s;
+  Buffers b;
+  const int peer = (s.me + 1) % s.n;
+  int* d = b.heap;
+  const int* src = b.source.data();
+  auto not_positive = [&](const char* call, const char* name, ptrdiff_t stride) {
+    return std::string(call) + ": stride " + name + " = " + std::to_string(stride) +
+           " is not positive: strides count elements, 1 or more (PE " + std::to_string(peer) + ")";
+  };
+  expect_failure({DeviceErrorCode::kBadArgument, peer, 0, not_positive("iput", "dst", 0)},
+                 [&] { shmem::iput(d, src, 0, 1, 4, peer); });
+  expect_failure({DeviceErrorCode::kBadArgument, peer, 0, not_positive("iput", "sst", -1)},
+                 [&] { shmem::iput<32>(d, src, 2, -1, 4, peer); });
+  expect_failure({DeviceErrorCode::kBadArgument, peer, 0, not_positive("iget", "dst", -3)},
+                 [&] { shmem::iget<mori::Warp>(b.local.data(), d, -3, 2, 0, peer); });
+  expect_failure({DeviceErrorCode::kBadArgument, peer, 0, not_positive("iget", "sst", 0)},
+                 [&] { shmem::iget<64, mori::Block>(b.local.data(), d, 1, 0, 1, peer); });
+  // (nelems - 1) * stride wraps past 2^64, on the remote side and on the local side.
+  const uint64_t a = reinterpret_cast<uint64_t>(d);
+  const ptrdiff_t huge = ptrdiff_t{1} << 62;
+  expect_failure({DeviceErrorCode::kBadSize, peer, a,
+                  "iput: 5 elements " + std::to_string(huge) + " apart at " + hex(a) +
+                      " overflow the address space (PE " + std::to_string(peer) + ")"},
+                 [&] { shmem::iput(d, src, huge, 1, 5, peer); });
+  const uint64_t l = reinterpret_cast<uint64_t>(b.local.data());
+  expect_failure({DeviceErrorCode::kBadSize, peer, l,
+                  "iget: 6 elements " + std::to_string(huge) + " apart at " + hex(l) +
+                      " overflow the address space (PE " + std::to_string(peer) + ")"},
+                 [&] { shmem::iget(b.local.data(), d, huge, 2, 6, peer); });
 }
 
 TEST_CASE("an element range outside a symmetric object") {

@@ -3,7 +3,9 @@
 // sizes and offsets. Data is checked on every PE, and the poisoned bytes around every destination
 // must be intact. The local side (a put's source, a get's destination) is a registered buffer, and
 // over P2P also plain memory (std::vector): over P2P any local memory may be used, over RDMA only
-// the heap or a registered buffer (include/mori/transport/rdma.hpp).
+// the heap or a registered buffer (include/mori/transport/rdma.hpp). iput and iget (strided) run
+// typed and sized in every scope, with strides 1 and above on each side and 0, 1, 7 and 100
+// elements; the gaps between the strided elements are poison and must stay so.
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -221,6 +223,144 @@ void all_scopes_get(Form form) {
   }
 }
 
+// ---- strided: iput / iget --------------------------------------------------------------------
+// Each call moves nelems elements of kTsPerElement T's: typed (T itself), sized (iput<8 *
+// sizeof(T)>) or 128-bit (iput<128>, two T's an element, run for the 8-byte types only: the sized
+// forms see only bytes). The T at index j of any source array holds
+// value_of<T>(owner, j).
+enum class Width { kTyped, kSized, k128 };
+
+struct StridedCase {
+  size_t dst, sst, nelems;
+};
+// Both strides 1 (the contiguous path), one of them 1, neither; no elements, one, fewer than a
+// warp, and more than a block that no scope's lane count divides.
+std::vector<StridedCase> strided_cases() {
+  std::vector<StridedCase> cases;
+  for (auto [dst, sst] : {std::pair<size_t, size_t>{1, 1}, {1, 3}, {2, 1}, {3, 2}})
+    for (size_t nelems : {0, 1, 7, 100}) cases.push_back({dst, sst, nelems});
+  return cases;
+}
+constexpr size_t kStridedSpan = 99 * 3 + 1;  // elements a destination or source spans at most
+constexpr size_t kStridedGuard = 64;
+
+template <typename T, Width W>
+constexpr size_t kTsPerElement = W == Width::k128 ? 16 / sizeof(T) : 1;
+
+// What a destination of kStridedSpan elements, poisoned and with kStridedGuard poisoned bytes on
+// each side, holds after the call: element i at i * dst is the source's element i * sst.
+template <typename T, size_t kPer>
+std::vector<unsigned char> strided_image(const StridedCase& c, int owner) {
+  constexpr size_t kElem = kPer * sizeof(T);
+  std::vector<unsigned char> image(kStridedGuard + kStridedSpan * kElem + kStridedGuard,
+                                   GuardedSlots<T>::kPoison);
+  for (size_t i = 0; i < c.nelems; ++i)
+    for (size_t k = 0; k < kPer; ++k) {
+      const T v = value_of<T>(owner, i * c.sst * kPer + k);
+      std::memcpy(&image[kStridedGuard + i * c.dst * kElem + k * sizeof(T)], &v, sizeof(T));
+    }
+  return image;
+}
+
+// "" when the bytes around and inside `dest` (its kStridedGuard bytes before it included) are
+// `image`, else where they first differ.
+std::string compare_image(const void* dest, const std::vector<unsigned char>& image) {
+  const auto* bytes = static_cast<const unsigned char*>(dest) - kStridedGuard;
+  for (size_t b = 0; b < image.size(); ++b)
+    if (bytes[b] != image[b])
+      return "byte " + std::to_string(static_cast<ptrdiff_t>(b - kStridedGuard)) + " is " +
+             std::to_string(bytes[b]) + ", expected " + std::to_string(image[b]);
+  return "";
+}
+
+template <typename S, typename T, Width W, bool kGet>
+void strided_call(T* dest, const T* source, const StridedCase& c, int pe) {
+  const auto dst = static_cast<ptrdiff_t>(c.dst), sst = static_cast<ptrdiff_t>(c.sst);
+  if constexpr (W == Width::kTyped && kGet)
+    shmem::iget<S>(dest, source, dst, sst, c.nelems, pe);
+  else if constexpr (W == Width::kTyped)
+    shmem::iput<S>(dest, source, dst, sst, c.nelems, pe);
+  else if constexpr (kGet)
+    shmem::iget<8 * sizeof(T) * kTsPerElement<T, W>, S>(dest, source, dst, sst, c.nelems, pe);
+  else
+    shmem::iput<8 * sizeof(T) * kTsPerElement<T, W>, S>(dest, source, dst, sst, c.nelems, pe);
+}
+
+// One launch makes every call of strided_cases(), each with a local array of its own. iput: every
+// PE puts into its own slots on the next PE, then poisons the call's source at once (the call is
+// blocking: the source may be reused); each PE checks every slot it holds. iget: every PE gets
+// from the next PE and takes a snapshot of the destination as soon as the call returns, which must
+// hold the data. The local side is a registered buffer over RDMA (an iget's destination needs a
+// key), plain memory over P2P.
+template <typename S, typename T, Width W, bool kGet>
+void run_strided(const Session& s) {
+  CAPTURE(S::kName);
+  CAPTURE(static_cast<int>(W));
+  constexpr size_t kTs = kStridedSpan * kTsPerElement<T, W>;
+  const std::vector<StridedCase> cases = strided_cases();
+  const size_t n_cases = cases.size();
+  const int next = (s.me + 1) % s.n, prev = (s.me + s.n - 1) % s.n;
+  // iput: a destination slot per (writer, case); iget: one source slot.
+  GuardedSlots<T> remote(kGet ? 1 : s.n * n_cases, kTs);
+  const size_t region = kStridedGuard + kTs * sizeof(T) + kStridedGuard;
+  LocalBuffer<unsigned char> local(over_rdma() ? Local::kRegistered : Local::kPlain,
+                                   region * n_cases);
+  std::vector<unsigned char> snapshot(local.size());
+  auto local_array = [&](size_t c) {
+    return reinterpret_cast<T*>(local.data() + c * region + kStridedGuard);
+  };
+  std::memset(local.data(), GuardedSlots<T>::kPoison, local.size());
+  for (size_t c = 0; c < (kGet ? 1 : n_cases); ++c) {
+    T* source = kGet ? remote.slot(0) : local_array(c);
+    for (size_t j = 0; j < kTs; ++j) source[j] = value_of<T>(s.me, j);
+  }
+  REQUIRE(shmem::barrier_all() == 0);
+  launch({1}, block_for<S>(), [&] {
+    for (size_t c = 0; c < n_cases; ++c) {
+      unsigned char* mine = local.data() + c * region;
+      if constexpr (kGet) {
+        strided_call<S, T, W, true>(local_array(c), remote.slot(0), cases[c], next);
+        if (S::leader()) std::memcpy(snapshot.data() + c * region, mine, region);
+      } else {
+        strided_call<S, T, W, false>(remote.slot(s.me * n_cases + c), local_array(c), cases[c],
+                                     next);
+        if (S::leader()) std::memset(mine, GuardedSlots<T>::kPoison, region);
+      }
+    }
+  });
+  REQUIRE(shmem::barrier_all() == 0);
+  std::string bad;
+  for (size_t c = 0; c < n_cases && bad.empty(); ++c) {
+    StridedCase none = cases[c];
+    none.nelems = 0;
+    for (int writer = 0; writer < s.n && bad.empty(); ++writer) {
+      if (kGet && writer != next) continue;
+      const void* dest =
+          kGet ? static_cast<const void*>(snapshot.data() + c * region + kStridedGuard)
+               : remote.slot(writer * n_cases + c);
+      const bool written = kGet || writer == prev;
+      bad = compare_image(dest,
+                          strided_image<T, kTsPerElement<T, W>>(written ? cases[c] : none, writer));
+      if (!bad.empty())
+        bad = "dst " + std::to_string(cases[c].dst) + ", sst " + std::to_string(cases[c].sst) +
+              ", " + std::to_string(cases[c].nelems) + " elements, from PE " +
+              std::to_string(writer) + ": " + bad;
+    }
+  }
+  CHECK_MESSAGE(bad.empty(), bad);
+  REQUIRE(all_ranks(bad.empty()));
+}
+
+template <typename T, bool kGet>
+void all_scopes_strided() {
+  Session s;
+  mori::for_each_scope([&]<typename S>() {
+    run_strided<S, T, Width::kTyped, kGet>(s);
+    run_strided<S, T, Width::kSized, kGet>(s);
+    if constexpr (sizeof(T) == 8) run_strided<S, T, Width::k128, kGet>(s);
+  });
+}
+
 }  // namespace
 
 // X(id, test name, runner, form): the 8 forms, each applied to the 11 element types.
@@ -243,3 +383,12 @@ MORI_RMA_TEST_FORMS(MORI_RMA_TEST_DEFINE)
 MORI_RMA_TEST_FORMS(MORI_RMA_TEST_APPLY)
 #undef MORI_RMA_TEST_APPLY
 #undef MORI_RMA_TEST_FORMS
+
+TEST_CASE_TEMPLATE_DEFINE("iput (strided), typed and sized, all scopes", T, iput_id) {
+  all_scopes_strided<T, false>();
+}
+TEST_CASE_TEMPLATE_APPLY(iput_id, ElementTuple);
+TEST_CASE_TEMPLATE_DEFINE("iget (strided), typed and sized, all scopes", T, iget_id) {
+  all_scopes_strided<T, true>();
+}
+TEST_CASE_TEMPLATE_APPLY(iget_id, ElementTuple);

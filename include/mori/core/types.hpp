@@ -68,6 +68,10 @@
   MORI_FOR_EACH_AMO_STANDARD_TYPE(X)       \
   MORI_FOR_EACH_AMO_FLOAT_TYPE(X)
 
+// The element sizes, in bits, of OpenSHMEM's sized strided RMA (shmem_iput<SIZE>,
+// shmem_iget<SIZE>): X(bits).
+#define MORI_FOR_EACH_RMA_SIZE(X) X(8) X(16) X(32) X(64) X(128)
+
 namespace mori {
 
 template <typename... Ts>

@@ -1,7 +1,7 @@
 // Argument checks of the device API. With MORI_DEVICE_CHECKS (the host backend and debug GPU
-// builds) a bad PE, an address outside every symmetric memory, or a size that overflows traps with
-// a message naming the call, the PE and the address. Release GPU builds compile the checks out and
-// resolve addresses without them.
+// builds) a bad PE, an address outside every symmetric memory, a size that overflows, or a stride
+// below 1 traps with a message naming the call, the PE and the address. Release GPU builds compile
+// the checks out and resolve addresses without them.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +39,38 @@ MORI_DEVICE uint64_t byte_count(const char* call, const void* addr, size_t nelem
     }
   }
   return bytes;
+}
+
+// A strided call's stride `name` (dst or sst), which OpenSHMEM requires to be at least 1 element.
+MORI_DEVICE void check_stride(const char* call, const char* name, ptrdiff_t stride, int pe) {
+  if constexpr (MORI_DEVICE_CHECKS) {
+    if (stride < 1) {
+      state::fail({state::DeviceErrorCode::kBadArgument, pe, 0, static_cast<uint64_t>(stride)},
+                  [&](state::Message& m) {
+                    m << call << ": stride " << name << " = " << static_cast<int64_t>(stride)
+                      << " is not positive: strides count elements, 1 or more (PE " << pe << ")";
+                  });
+    }
+  }
+}
+
+// The bytes a strided array at `addr` spans, from its first element to the end of its last:
+// (nelems - 1) * stride + 1 elements, none for nelems == 0; checked for overflow as byte_count.
+MORI_DEVICE uint64_t strided_bytes(const char* call, const void* addr, size_t nelems, size_t stride,
+                                   size_t elem_bytes, int pe) {
+  if (nelems == 0) return 0;
+  const uint64_t last = static_cast<uint64_t>(nelems - 1) * stride;
+  if constexpr (MORI_DEVICE_CHECKS) {
+    if (last / stride != nelems - 1 || last + 1 == 0) {
+      const uint64_t a = reinterpret_cast<uint64_t>(addr);
+      state::fail({state::DeviceErrorCode::kBadSize, pe, a}, [&](state::Message& m) {
+        m << call << ": " << static_cast<uint64_t>(nelems) << " elements "
+          << static_cast<uint64_t>(stride) << " apart at " << hex(a)
+          << " overflow the address space (PE " << pe << ")";
+      });
+    }
+  }
+  return byte_count(call, addr, last + 1, elem_bytes, pe);
 }
 
 // The symmetric location of [addr, addr + bytes) on PE `pe`.

@@ -9,6 +9,7 @@
 #include "mori/shmem/rma.hpp"
 #include "mori/shmem/signal.hpp"
 #include "mori/shmem/single.hpp"
+#include "mori/shmem/strided.hpp"
 #include "mori/shmem/symm_obj.hpp"
 #include "mori/shmem/sync.hpp"
 #include "mori/shmem/vocabulary.hpp"

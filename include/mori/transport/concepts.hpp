@@ -6,6 +6,10 @@
 //   kName                                      "p2p", "mlx5", ...
 //   put<S>(call, dst, src, bytes)              scope S copies local src to the target
 //   get<S>(call, dst, src, bytes)              scope S copies the target to local dst
+//   iput<S>(call, dst, src, dst_stride, src_stride, nelems)
+//   iget<S>(call, dst, src, dst_stride, src_stride, nelems)
+//                                              scope S moves nelems elements of src's type, each
+//                                              stride elements apart
 //   p<T>(call, dst, value), g<T>(call, src)    one value
 //   amo<T>(call, op, dst, value, compare)      any atomicType code; the old value for fetching ones
 //   put_signal<S>(call, dst, src, bytes, signal, value, op)
@@ -31,6 +35,8 @@ concept DeviceTransport =
       T::template put<Warp>(call, target, src, bytes);
       T::template put<Block>(call, target, src, bytes);
       T::template get<Thread>(call, dst, target, bytes);
+      T::template iput<Warp>(call, target, static_cast<const uint64_t*>(src), bytes, bytes, bytes);
+      T::template iget<Warp>(call, static_cast<uint64_t*>(dst), target, bytes, bytes, bytes);
       T::template p<uint64_t>(call, target, value);
       { T::template g<uint64_t>(call, target) } -> std::same_as<uint64_t>;
       { T::template amo<uint64_t>(call, op, target, value, value) } -> std::same_as<uint64_t>;

@@ -52,6 +52,23 @@ struct P2p {
     MORI_PATH_MARK("p2p.get");
     copy<S>(dst, from, bytes);
   }
+  // Strided: element i moves from src[i * src_stride] to element i * dst_stride of the target
+  // (iget: the reverse), one load and one store of T per element, the elements shared over the
+  // scope's participants. Strides count elements and are positive (the caller checks them).
+  template <Scope S, typename T>
+  MORI_DEVICE static void iput(const char* call, const RemoteTarget& dst, const T* src,
+                               size_t dst_stride, size_t src_stride, size_t nelems) {
+    T* to = reinterpret_cast<T*>(address(call, dst));
+    mori::detail::for_each_share<S>(nelems,
+                                    [&](size_t i) { to[i * dst_stride] = src[i * src_stride]; });
+  }
+  template <Scope S, typename T>
+  MORI_DEVICE static void iget(const char* call, T* dst, const RemoteTarget& src, size_t dst_stride,
+                               size_t src_stride, size_t nelems) {
+    const T* from = reinterpret_cast<const T*>(address(call, src));
+    mori::detail::for_each_share<S>(nelems,
+                                    [&](size_t i) { dst[i * dst_stride] = from[i * src_stride]; });
+  }
   template <typename T>
   MORI_DEVICE static void p(const char* call, const RemoteTarget& dst, T value) {
     T* to = reinterpret_cast<T*>(address(call, dst));

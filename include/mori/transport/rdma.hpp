@@ -11,6 +11,7 @@
 //              compare-swap loop (a NIC has no atomic and/or/xor/swap/set); a 32-bit operation on
 //              a NIC without 32-bit atomics is a 64-bit compare-swap loop on the aligned 8 bytes
 //              that hold it (a 64-bit add would carry into the neighbour)
+//   iput/iget  one write / read per element, the elements shared over the scope's lanes
 //   put_signal the data write and the signal (inline write or fetch-add) in one reservation, so
 //              that they are consecutive WQEs of the QP: the QP executes them in order
 //   quiet      every QP of the PE (or of every RDMA PE, or one QP) drained up to its submit index
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "mori/core/copy.hpp"
 #include "mori/core/scope.hpp"
 #include "mori/platform/path_mark.hpp"
 #include "mori/state/address.hpp"
@@ -69,6 +71,40 @@ struct Rdma {
     wr.opcode = Opcode::kRead;
     wr.lkey = local_key(call, dst, bytes, src.pe, "destination");
     post_chunks(ep, wr, reinterpret_cast<uint64_t>(dst), bytes, src.pe);
+  }
+
+  // Strided: one work request per element, the elements shared over the scope's participants;
+  // the lanes of a warp post theirs as one batch (RdmaEngine::post). iput's are writes (inline up
+  // to the provider's limit), iget's reads into the destination's registered memory. Strides count
+  // elements and are positive (the caller checks them, and sends contiguous runs through put/get).
+  template <Scope S, typename T>
+  MORI_DEVICE static void iput(const char* call, const RemoteTarget& dst, const T* src,
+                               size_t dst_stride, size_t src_stride, size_t nelems) {
+    if (nelems == 0) return;
+    RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
+    mori::detail::for_each_share<S>(nelems, [&](size_t i) {
+      RemoteTarget element = dst;
+      element.ref.offset += i * dst_stride * sizeof(T);
+      Engine::post(ep, write_request(call, element, src + i * src_stride, sizeof(T)), dst.pe);
+    });
+  }
+  template <Scope S, typename T>
+  MORI_DEVICE static void iget(const char* call, T* dst, const RemoteTarget& src, size_t dst_stride,
+                               size_t src_stride, size_t nelems) {
+    if (nelems == 0) return;
+    RdmaEndpoint& ep = endpoint(call, src.pe, src.qp);
+    WorkRequest wr = remote(src);
+    wr.opcode = Opcode::kRead;
+    wr.bytes = sizeof(T);
+    wr.lkey =
+        local_key(call, dst, ((nelems - 1) * dst_stride + 1) * sizeof(T), src.pe, "destination");
+    const uint64_t remote_base = wr.remote_addr;
+    mori::detail::for_each_share<S>(nelems, [&](size_t i) {
+      WorkRequest element = wr;
+      element.local_addr = reinterpret_cast<uint64_t>(dst + i * dst_stride);
+      element.remote_addr = remote_base + i * src_stride * sizeof(T);
+      Engine::post(ep, element, src.pe);
+    });
   }
 
   template <typename T>
