@@ -4,7 +4,9 @@
 // (dest/source, cond/value, the atomic code, the signal) and returns what the spec says.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -78,6 +80,25 @@ TEST_CASE("abi.rma") {
   for (size_t i = 0; i < kN; ++i) {
     CHECK(put_dst[i] == s.prev * 1000 + static_cast<int32_t>(i));
     CHECK(got[i] == s.next * 1000 + i);
+  }
+
+  // Strided, sized: dst and sst reach the right strides (element i: source[i * sst] to
+  // dest[i * dst]). iput32 writes every 2nd of put_dst from every 3rd of src; iget64 reads every
+  // 2nd of get_src into every 3rd of got.
+  using Strided = int(void*, const void*, ptrdiff_t, ptrdiff_t, size_t, int, int);
+  auto* iput = fn<Strided>("mori_shmem_iput32_warp");
+  auto* iget = fn<Strided>("mori_shmem_iget64_thread");
+  constexpr size_t kStrided = 30;
+  std::fill(got.begin(), got.end(), 0);
+  barrier();
+  launch({1}, {64}, [&] { CHECK(iput(put_dst, src.data(), 2, 3, kStrided, s.next, 0) == 0); });
+  launch({1}, {1}, [&] { CHECK(iget(got.data(), get_src, 3, 2, kStrided, s.next, 0) == 0); });
+  barrier();
+  for (size_t i = 0; i < kStrided; ++i) {
+    CHECK(put_dst[2 * i] == s.prev * 1000 + static_cast<int32_t>(3 * i));
+    CHECK(put_dst[2 * i + 1] == s.prev * 1000 + static_cast<int32_t>(2 * i + 1));  // untouched
+    CHECK(got[3 * i] == s.next * 1000 + 2 * i);
+    CHECK(got[3 * i + 1] == 0);
   }
   shmem::free(put_dst);
   shmem::free(get_src);

@@ -215,6 +215,15 @@ TEST_CASE("the typed families cover every type of the X-macro lists") {
     refused.push_back(std::string("mori_shmem_atomic_" #NAME) + generic);
   MORI_FOR_EACH_AMO_FLOAT_TYPE(MORI_EXPECT_FLOAT_AMO)
 #undef MORI_EXPECT_FLOAT_AMO
+  // Strided RMA is sized only (functions.def): iput<bits>_<scope> and iget<bits>_<scope>.
+  for (const char* scope : {"thread", "warp", "block"})
+    for (const char* op : {"iput", "iget"}) {
+#define MORI_EXPECT_STRIDED(bits) \
+  expected.push_back(std::string("mori_shmem_") + op + #bits "_" + scope);
+      MORI_FOR_EACH_RMA_SIZE(MORI_EXPECT_STRIDED)
+#undef MORI_EXPECT_STRIDED
+      refused.push_back(std::string("mori_shmem_") + op + "_float_" + scope);
+    }
   for (const std::string& name : expected) CHECK_MESSAGE(functions.count(name), name);
   for (const std::string& name : refused) CHECK_MESSAGE(!functions.count(name), name);
 }
