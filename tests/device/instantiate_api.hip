@@ -118,17 +118,21 @@ MORI_KERNEL void instantiate_query(const void* at, int pe, uint64_t* out) {
   out[2] = static_cast<uint64_t>(shmem::n_pes());
 }
 
-// ---- atomic: every AMO by name and by ABI code, on every AMO type, as its class allows ---------
+// ---- atomic: every AMO by name, by ABI code and (fetching) nbi, on every AMO type, as its class
+// allows ------------------------------------------------------------------------------------------
 namespace {
 template <typename T>
 MORI_DEVICE uint64_t amos(void* at_bytes, uint64_t v64, int pe, int qp) {
   T* at = static_cast<T*>(at_bytes);
+  T* fetch = at + 1;
   const T v = static_cast<T>(v64);
   shmem::atomic_set(at, v, pe, qp);
   shmem::atomic_nonfetch(at, v, shmem::AMO_SET, pe, qp);
   T r = shmem::atomic_fetch(at, pe, qp);
   r += shmem::atomic_swap(at, v, pe, qp);
   r += shmem::atomic_fetch_op(at, v, r, shmem::AMO_SWAP, pe, qp);
+  shmem::atomic_fetch_nbi(fetch, static_cast<const T*>(at), pe, qp);
+  shmem::atomic_swap_nbi(fetch, at, v, pe, qp);
   if constexpr (shmem::amo_accepts<T>(shmem::AMO_ADD)) {  // the standard types
     shmem::atomic_inc(at, pe, qp);
     shmem::atomic_add(at, v, pe, qp);
@@ -137,6 +141,9 @@ MORI_DEVICE uint64_t amos(void* at_bytes, uint64_t v64, int pe, int qp) {
     r += shmem::atomic_fetch_add(at, v, pe, qp);
     r += shmem::atomic_compare_swap(at, r, v, pe, qp);
     r += shmem::atomic_fetch_op(at, v, r, shmem::AMO_COMPARE_SWAP, pe, qp);
+    shmem::atomic_fetch_inc_nbi(fetch, at, pe, qp);
+    shmem::atomic_fetch_add_nbi(fetch, at, v, pe, qp);
+    shmem::atomic_compare_swap_nbi(fetch, at, r, v, pe, qp);
   }
   if constexpr (shmem::amo_accepts<T>(shmem::AMO_AND)) {  // the bitwise types
     shmem::atomic_and(at, v, pe, qp);
@@ -145,6 +152,9 @@ MORI_DEVICE uint64_t amos(void* at_bytes, uint64_t v64, int pe, int qp) {
     r += shmem::atomic_fetch_and(at, v, pe, qp);
     r += shmem::atomic_fetch_or(at, v, pe, qp);
     r += shmem::atomic_fetch_xor(at, v, pe, qp);
+    shmem::atomic_fetch_and_nbi(fetch, at, v, pe, qp);
+    shmem::atomic_fetch_or_nbi(fetch, at, v, pe, qp);
+    shmem::atomic_fetch_xor_nbi(fetch, at, v, pe, qp);
   }
   return static_cast<uint64_t>(r);
 }

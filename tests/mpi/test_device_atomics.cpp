@@ -1,11 +1,12 @@
 // Remote atomics (over P2P, and over RDMA in the mpi.rdma_* runs), on OpenSHMEM's AMO types: every
-// operation a type's class allows, named and by ABI code, with exact results against a host
-// reference on every PE (float and double: fetch, set and swap of -0.0, NaN payloads, denormals
+// operation a type's class allows, named, by ABI code and (fetching ones) by their nbi forms, with
+// exact results against a host reference on every PE (float and double: fetch, set and swap of -0.0, NaN payloads, denormals
 // and infinities, compared bit for bit); then contention, every thread of a 4 x 64 grid (1 x 64
 // over RDMA) on every PE hammering counters on one PE, where the final values must be exact and the
 // fetched values must account for every operation exactly once; over RDMA the same on another
 // PE's registered (non-heap) buffer; then the checks of bad codes and misaligned targets, with
-// their exact messages.
+// their exact messages. device_atomics_nbi_lock.cpp, in the same binary, adds contention and
+// ordered chains of the nbi forms.
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
@@ -15,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "wait_helpers.hpp"
+#include "amo_helpers.hpp"
 
 namespace state = mori::state;
 
@@ -27,19 +28,6 @@ using shmem::atomicType;
 namespace {
 
 // ---- every operation once, against a host reference ---------------------------------------------
-
-// A value's bits, as the unsigned integer of its width: what the transports update, and what the
-// checks compare (a NaN equals nothing, and -0.0 equals 0.0).
-template <typename T>
-using Bits = shmem::detail::AmoBits<T>;
-template <typename T>
-Bits<T> bits(T v) {
-  return std::bit_cast<Bits<T>>(v);
-}
-template <typename T>
-T from_bits(uint64_t b) {
-  return std::bit_cast<T>(static_cast<Bits<T>>(b));
-}
 
 // The location's bits after `op`, in unsigned arithmetic (signed AMOs wrap).
 template <typename U>
@@ -75,46 +63,6 @@ U reference(atomicType op, U old, U value, U compare) {
   }
 }
 
-// Calls the named function of `op`, as its row of MORI_FOR_EACH_AMO says; non-fetching ones give 0.
-template <typename T, typename F>
-T result_of(F&& f) {
-  if constexpr (std::is_void_v<decltype(f())>) {
-    f();
-    return T{};
-  } else {
-    return f();
-  }
-}
-template <typename T>
-T call_named(atomicType op, T* d, T v, T c, int pe) {
-  switch (op) {  // only the operations OpenSHMEM defines on T compile
-#define MORI_TEST_NAMED_CASE(code, call)                           \
-  case shmem::code:                                                \
-    if constexpr (shmem::amo_accepts<T>(shmem::code)) return call; \
-    break;
-#define MORI_TEST_NAMED_VALUE(code, api) \
-  MORI_TEST_NAMED_CASE(code, result_of<T>([&] { return shmem::api(d, v, pe); }))
-#define MORI_TEST_NAMED_UNIT(code, api) \
-  MORI_TEST_NAMED_CASE(code, result_of<T>([&] { return shmem::api(d, pe); }))
-#define MORI_TEST_NAMED_READ(code, api) \
-  MORI_TEST_NAMED_CASE(code, shmem::api(static_cast<const T*>(d), pe))
-#define MORI_TEST_NAMED_COMPARE(code, api) MORI_TEST_NAMED_CASE(code, shmem::api(d, c, v, pe))
-#define MORI_TEST_NAMED_NONE(code, api)
-#define MORI_TEST_NAMED(code, number, kind, arg, fetch, form, api, ...) \
-  MORI_TEST_NAMED_##form(code, api)
-    MORI_FOR_EACH_AMO(MORI_TEST_NAMED)
-#undef MORI_TEST_NAMED
-#undef MORI_TEST_NAMED_NONE
-#undef MORI_TEST_NAMED_COMPARE
-#undef MORI_TEST_NAMED_READ
-#undef MORI_TEST_NAMED_UNIT
-#undef MORI_TEST_NAMED_VALUE
-#undef MORI_TEST_NAMED_CASE
-    default:
-      break;
-  }
-  throw std::logic_error("no named function for atomic code " + std::to_string(op));
-}
 template <typename T>
 T call_generic(atomicType op, T* d, T v, T c, int pe) {
   if (shmem::is_fetching(op)) return shmem::atomic_fetch_op(d, v, c, op, pe);
@@ -138,13 +86,17 @@ constexpr Op kOps[] = {
     MORI_FOR_EACH_AMO(MORI_TEST_OP)
 #undef MORI_TEST_OP
 };
-// The operations OpenSHMEM defines on T.
+// How run_each_op calls an operation: by name, by ABI code, or by the name of its nbi form (the
+// fetching operations only).
+enum class Form { kNamed, kGeneric, kNbi };
+// The operations OpenSHMEM defines on T, those that `form` reaches.
 template <typename T>
-std::vector<Case> cases(bool generic) {
+std::vector<Case> cases(Form form) {
   std::vector<Case> all;
   for (const Op& o : kOps) {
     if (o.op == shmem::AMO_ACK || o.op == shmem::AMO_END_OF_NONFETCH) continue;  // markers
-    if ((!generic && !o.named) || !shmem::amo_accepts<T>(o.op)) continue;
+    if ((form != Form::kGeneric && !o.named) || !shmem::amo_accepts<T>(o.op)) continue;
+    if (form == Form::kNbi && !shmem::is_fetching(o.op)) continue;
     all.push_back({o.op, false});
     if (o.op == shmem::AMO_COMPARE_SWAP) all.push_back({o.op, true});
   }
@@ -183,23 +135,33 @@ T comparand(const Case& k, size_t c, int w, int owner) {
 }
 
 // Every PE applies every case to its own slot on every PE (itself included), one thread per target.
+// The nbi forms land their old values alternately in symmetric memory (which an RDMA NIC writes
+// directly) and in private memory (which it cannot), both poisoned; each thread reads them right
+// after its quiet, which must have delivered them.
 template <typename T>
-void run_each_op(const Session& s, bool generic) {
-  const std::vector<Case> all = cases<T>(generic);
-  GuardedSlots<T> slots(all.size() * s.n, 1);
+void run_each_op(const Session& s, Form form) {
+  const std::vector<Case> all = cases<T>(form);
+  GuardedSlots<T> slots(all.size() * s.n, 1), landing(all.size() * s.n, 1);
   for (size_t c = 0; c < all.size(); ++c)
     for (int w = 0; w < s.n; ++w) *slots.slot(c * s.n + w) = initial<T>(c, w, s.me);
   REQUIRE(shmem::barrier_all() == 0);
-  std::vector<T> fetched(all.size() * s.n);
+  std::vector<T> fetched(all.size() * s.n), private_landing(all.size() * s.n, *landing.slot(0));
+  auto fetch_of = [&](size_t i) { return i % 2 ? &private_landing[i] : landing.slot(i); };
   launch({1}, {static_cast<unsigned>(s.n)}, [&] {
     const int pe = platform::thread_rank();
     for (size_t c = 0; c < all.size(); ++c) {
       const T v = operand<T>(c, s.me, pe), cmp = comparand<T>(all[c], c, s.me, pe);
       T* d = slots.slot(c * s.n + s.me);
-      fetched[c * s.n + pe] =
-          generic ? call_generic(all[c].op, d, v, cmp, pe) : call_named(all[c].op, d, v, cmp, pe);
+      const size_t i = c * s.n + pe;
+      if (form == Form::kNbi)
+        call_named(all[c].op, d, v, cmp, pe, fetch_of(i));
+      else
+        fetched[i] = form == Form::kGeneric ? call_generic(all[c].op, d, v, cmp, pe)
+                                            : call_named(all[c].op, d, v, cmp, pe);
     }
     shmem::quiet();
+    for (size_t c = 0; form == Form::kNbi && c < all.size(); ++c)
+      fetched[c * s.n + pe] = *fetch_of(c * s.n + pe);
   });
   REQUIRE(shmem::barrier_all() == 0);
   std::string bad;
@@ -220,45 +182,7 @@ void run_each_op(const Session& s, bool generic) {
   REQUIRE(all_ranks(bad.empty()));
 }
 
-// ---- contention ---------------------------------------------------------------------------------
-constexpr unsigned kBlockThreads = 64;
-// 4 x 64 threads per PE; over RDMA 1 x 64: on the host backend the software NIC is one thread
-// among all the lanes on two cores, and the emulated 32-bit atomics of BNXT and Ionic turn each
-// operation into compare-swap round trips, so 256 contending lanes per PE took minutes.
-unsigned blocks() { return over_rdma() ? 1 : 4; }
-unsigned threads() { return blocks() * kBlockThreads; }
-
-// Runs op(g) on every thread of a blocks() x 64 grid on every PE, g being the thread's number among
-// all the PEs' threads (interleaved, so that neighbouring g come from different PEs). Returns this
-// PE's results, indexed by thread.
-template <typename Op>
-std::vector<uint64_t> hammer(const Session& s, Op op) {
-  std::vector<uint64_t> out(threads());
-  launch({blocks()}, {kBlockThreads}, [&] {
-    const size_t t = platform::block_rank() * kBlockThreads + platform::thread_rank();
-    out[t] = static_cast<uint64_t>(op(t * s.n + s.me));
-    shmem::quiet();
-  });
-  REQUIRE(shmem::barrier_all() == 0);
-  return out;
-}
-// Every PE's results on `root`, by g (empty elsewhere).
-std::vector<uint64_t> gather_by_g(const Session& s, const std::vector<uint64_t>& mine, int root) {
-  std::vector<uint64_t> by_pe(s.me == root ? threads() * s.n : 0), by_g(by_pe.size());
-  MPI_Gather(mine.data(), threads(), MPI_UINT64_T, by_pe.data(), threads(), MPI_UINT64_T, root,
-             MPI_COMM_WORLD);
-  for (int pe = 0; pe < static_cast<int>(by_pe.size() / threads()); ++pe)
-    for (size_t t = 0; t < threads(); ++t) by_g[t * s.n + pe] = by_pe[pe * threads() + t];
-  return by_g;
-}
-// "" if `values` are exactly first, first + 1, ..., first + size - 1 in some order.
-std::string permutation_error(std::vector<uint64_t> values, uint64_t first) {
-  std::sort(values.begin(), values.end());
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i] != first + i)
-      return "sorted value " + std::to_string(i) + " is " + std::to_string(values[i]);
-  return "";
-}
+// ---- contention ----------------------------------------------------------------------------------
 
 // Fetch-and-add, fetch-inc, and with `loops` a compare-swap loop and swap: on the target the
 // counter is exact and the fetched values (for swap: and the final value) are a permutation.
@@ -501,12 +425,17 @@ void run_bad_arguments(const Session& s) {
 TEST_CASE_TEMPLATE_DEFINE("every AMO by name: exact results and fetched values on every PE", T,
                           named_id) {
   Session s;
-  run_each_op<T>(s, false);
+  run_each_op<T>(s, Form::kNamed);
 }
 TEST_CASE_TEMPLATE_DEFINE("every code of atomic_nonfetch / atomic_fetch_op: exact results", T,
                           generic_id) {
   Session s;
-  run_each_op<T>(s, true);
+  run_each_op<T>(s, Form::kGeneric);
+}
+TEST_CASE_TEMPLATE_DEFINE("every nbi fetching AMO: the old value in `fetch` after quiet", T,
+                          nbi_id) {
+  Session s;
+  run_each_op<T>(s, Form::kNbi);
 }
 TEST_CASE_TEMPLATE_DEFINE("contention: fetch_add, fetch_inc, compare_swap loop, swap", T,
                           counting_id) {
@@ -544,6 +473,10 @@ using ExtendedTuple = decltype(as_tuple(mori::AmoExtendedTypes{}));
 using BitwiseTuple = decltype(as_tuple(mori::AmoBitwiseTypes{}));
 TEST_CASE_TEMPLATE_APPLY(named_id, ExtendedTuple);
 TEST_CASE_TEMPLATE_APPLY(generic_id, ExtendedTuple);
+// The nbi forms: a 4-byte integer (every operation; RDMA runs it blocking, see transport/rdma.hpp),
+// a standard 8-byte one (no bitwise operations; landed by the NIC), float and double.
+using NbiTuple = std::tuple<uint32_t, long long, float, double>;
+TEST_CASE_TEMPLATE_APPLY(nbi_id, NbiTuple);
 using LongLongTuple = std::tuple<long long, unsigned long long>;  // standard, not among the ABI's 4
 TEST_CASE_TEMPLATE_APPLY(counting_id, AmoTuple);
 TEST_CASE_TEMPLATE_APPLY(long_long_counting_id, LongLongTuple);

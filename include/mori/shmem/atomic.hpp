@@ -6,6 +6,9 @@
 //   non-fetching  atomic_inc, atomic_add, atomic_set, atomic_and, atomic_or, atomic_xor
 //   fetching      atomic_fetch, atomic_fetch_inc, atomic_fetch_add, atomic_fetch_and,
 //                 atomic_fetch_or, atomic_fetch_xor, atomic_swap, atomic_compare_swap
+//   non-blocking  the same with _nbi, each with a first parameter `fetch` where the old value
+//   fetching      lands, complete after the next quiet (P2P writes it at once; RDMA lets the NIC
+//                 write it when the NIC does the operation in one atomic, see transport/rdma.hpp)
 //   generic       atomic_nonfetch and atomic_fetch_op take an ABI atomicType code
 //                 (state/amo.hpp), for the extern "C" layer
 //
@@ -88,9 +91,11 @@ MORI_DEVICE void check_aligned(const char* call, const void* addr, uint64_t alig
 }
 
 // One call of the family: resolve the target and run `op` on the PE's transport, on T's bits.
-// Returns the old value for fetching codes and 0 for the others.
+// Returns the old value for fetching codes and 0 for the others; with `fetch` (the nbi forms of a
+// fetching code) the old value goes there instead, no later than the next quiet, and 0 is returned.
 template <typename T>
-MORI_DEVICE T amo(const char* call, atomicType op, T* dest, T value, T compare, int pe, int qp) {
+MORI_DEVICE T amo(const char* call, atomicType op, T* dest, T value, T compare, int pe, int qp,
+                  T* fetch = nullptr) {
   static_assert(kIsAmoExtended<T>,
                 "mori atomics take OpenSHMEM's extended AMO types: int, long, long long, unsigned "
                 "int, unsigned long, unsigned long long, int32_t, int64_t, uint32_t, uint64_t, "
@@ -100,6 +105,13 @@ MORI_DEVICE T amo(const char* call, atomicType op, T* dest, T value, T compare, 
     check_aligned(call, dest, sizeof(T), pe);
     const state::RemoteTarget t = resolve(call, dest, sizeof(T), pe, qp);
     const U v = __builtin_bit_cast(U, value), c = __builtin_bit_cast(U, compare);
+    if (fetch != nullptr) {
+      check_aligned(call, fetch, sizeof(T), pe);
+      transport::with_transport(call, pe, [&]<typename Tr>() {
+        Tr::template amo_nbi<U>(call, op, t, v, c, reinterpret_cast<U*>(fetch));
+      });
+      return T{};
+    }
     return __builtin_bit_cast(T, transport::with_transport(call, pe, [&]<typename Tr>() {
                                 return Tr::template amo<U>(call, op, t, v, c);
                               }));
@@ -153,6 +165,10 @@ using AmoValue = std::type_identity_t<T>;
 //                                                                 location holds `cond`
 // R is void for the non-fetching operations and the old value (T) for the fetching ones. A T
 // outside the row's AMO type class fails to compile, with the class's types (MORI_AMO_TYPES_<kind>).
+// Each fetching row also has its nbi form, OpenSHMEM's shmem_atomic_<op>_nbi:
+//   void atomic_<op>_nbi(T* fetch, <the parameters above>)
+// which writes the old value to `fetch` (any local memory of the calling thread) no later than
+// the next quiet (quiet(), or quiet(pe) for the target PE) returns; read `fetch` only after it.
 template <typename T, bool kFetch>
 using AmoResult = std::conditional_t<kFetch, T, void>;
 #define MORI_AMO_TYPES_kAdd                                                                    \
@@ -172,7 +188,8 @@ using AmoResult = std::conditional_t<kFetch, T, void>;
 #define MORI_AMO_REQUIRE(code, api, types) \
   static_assert(amo_accepts<T>(code), #api " is defined on " types);
 #define MORI_AMO_NAMED(code, number, kind, arg, fetch, form, api, ...) \
-  MORI_AMO_NAMED_##form(code, fetch, api, MORI_AMO_TYPES_##kind)
+  MORI_AMO_NAMED_##form(code, fetch, api, MORI_AMO_TYPES_##kind)       \
+      MORI_AMO_NBI_##fetch(code, form, api, MORI_AMO_TYPES_##kind)
 #define MORI_AMO_NAMED_VALUE(code, fetch, api, types)                                              \
   template <typename T>                                                                            \
   MORI_DEVICE AmoResult<T, fetch> api(T* dest, AmoValue<T> value, int pe, int qp = 0) {            \
@@ -198,7 +215,41 @@ using AmoResult = std::conditional_t<kFetch, T, void>;
     return detail::amo<T>(#api, code, dest, value, cond, pe, qp);                       \
   }
 #define MORI_AMO_NAMED_NONE(code, fetch, api, types)
+// The nbi forms of the fetching rows: void <api>_nbi(T* fetch, <the row's parameters>).
+#define MORI_AMO_NBI_0(code, form, api, types)
+#define MORI_AMO_NBI_1(code, form, api, types) MORI_AMO_NBI_##form(code, api##_nbi, types)
+#define MORI_AMO_NBI_VALUE(code, api, types)                                       \
+  template <typename T>                                                            \
+  MORI_DEVICE void api(T* fetch, T* dest, AmoValue<T> value, int pe, int qp = 0) { \
+    MORI_AMO_REQUIRE(code, api, types)                                             \
+    detail::amo<T>(#api, code, dest, value, T{}, pe, qp, fetch);                   \
+  }
+#define MORI_AMO_NBI_UNIT(code, api, types)                     \
+  template <typename T>                                         \
+  MORI_DEVICE void api(T* fetch, T* dest, int pe, int qp = 0) { \
+    MORI_AMO_REQUIRE(code, api, types)                          \
+    detail::amo<T>(#api, code, dest, T{1}, T{}, pe, qp, fetch); \
+  }
+#define MORI_AMO_NBI_READ(code, api, types)                                      \
+  template <typename T>                                                          \
+  MORI_DEVICE void api(T* fetch, const T* source, int pe, int qp = 0) {          \
+    MORI_AMO_REQUIRE(code, api, types)                                           \
+    detail::amo<T>(#api, code, const_cast<T*>(source), T{}, T{}, pe, qp, fetch); \
+  }
+#define MORI_AMO_NBI_COMPARE(code, api, types)                                         \
+  template <typename T>                                                                \
+  MORI_DEVICE void api(T* fetch, T* dest, AmoValue<T> cond, AmoValue<T> value, int pe, \
+                       int qp = 0) {                                                   \
+    MORI_AMO_REQUIRE(code, api, types)                                                 \
+    detail::amo<T>(#api, code, dest, value, cond, pe, qp, fetch);                      \
+  }
 MORI_FOR_EACH_AMO(MORI_AMO_NAMED)
+#undef MORI_AMO_NBI_COMPARE
+#undef MORI_AMO_NBI_READ
+#undef MORI_AMO_NBI_UNIT
+#undef MORI_AMO_NBI_VALUE
+#undef MORI_AMO_NBI_1
+#undef MORI_AMO_NBI_0
 #undef MORI_AMO_NAMED_NONE
 #undef MORI_AMO_NAMED_COMPARE
 #undef MORI_AMO_NAMED_READ

@@ -12,6 +12,9 @@
 //                                              stride elements apart
 //   p<T>(call, dst, value), g<T>(call, src)    one value
 //   amo<T>(call, op, dst, value, compare)      any atomicType code; the old value for fetching ones
+//   amo_nbi<T>(call, op, dst, value, compare, fetch)
+//                                              a fetching code; the old value lands in local
+//                                              `fetch` no later than the next quiet
 //   put_signal<S>(call, dst, src, bytes, signal, value, op)
 //                                              the data, then the signal update, in that order
 //   quiet(pe, qp), fence(pe, qp)               pe < 0: every PE; qp < 0: every QP of the PE
@@ -41,6 +44,7 @@ concept DeviceTransport =
       { T::template g<uint64_t>(call, target) } -> std::same_as<uint64_t>;
       { T::template amo<uint64_t>(call, op, target, value, value) } -> std::same_as<uint64_t>;
       { T::template amo<uint32_t>(call, op, target, 0u, 0u) } -> std::same_as<uint32_t>;
+      T::template amo_nbi<uint64_t>(call, op, target, value, value, static_cast<uint64_t*>(dst));
       T::template put_signal<Thread>(call, target, src, bytes, target, value, op);
       T::quiet(pe, qp);
       T::fence(pe, qp);

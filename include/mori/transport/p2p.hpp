@@ -108,6 +108,14 @@ struct P2p {
                 });
   }
 
+  // A fetching code whose old value goes to local `fetch` (the nbi AMOs): a P2P atomic is complete
+  // when its instruction returns, so `fetch` is written before this returns.
+  template <typename T>
+  MORI_DEVICE static void amo_nbi(const char* call, state::atomicType op, const RemoteTarget& dst,
+                                  T value, T compare, T* fetch) {
+    *fetch = amo<T>(call, op, dst, value, compare);
+  }
+
   // The data, then the signal: the release fence keeps the peer from seeing the signal before the
   // data.
   template <Scope S>

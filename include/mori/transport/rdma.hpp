@@ -12,6 +12,8 @@
 //              a NIC without 32-bit atomics is a 64-bit compare-swap loop on the aligned 8 bytes
 //              that hold it (a 64-bit add would carry into the neighbour)
 //   iput/iget  one write / read per element, the elements shared over the scope's lanes
+//   amo_nbi    a nbi fetching atomic that is one NIC atomic lands the old value in the caller's
+//              `fetch` itself, completed by quiet; the others run blocking (see amo_nbi)
 //   put_signal the data write and the signal (inline write or fetch-add) in one reservation, so
 //              that they are consecutive WQEs of the QP: the QP executes them in order
 //   quiet      every QP of the PE (or of every RDMA PE, or one QP) drained up to its submit index
@@ -176,6 +178,39 @@ struct Rdma {
     return state::is_fetching(op) ? static_cast<T>(old) : T{0};
   }
 
+  // A fetching code whose old value lands in local `fetch` by the next quiet (the nbi AMOs). When
+  // the NIC has the operation at T's width (fetch-add, fetch-inc, fetch, compare-swap), lands its
+  // result in host order (8 bytes on every provider; mlx5's 4-byte results land big-endian) and
+  // `fetch` has a key (heap or buffer_register memory), the WQE lands the result in `fetch` itself
+  // and is only posted: quiet's wait for the QP's completions covers it, with no staging step to
+  // finish. Otherwise `fetch` is written before return, by the blocking operation: a compare-swap
+  // loop (swap, and, or, xor, the 4-byte ones of BNXT and Ionic) needs each old value before its
+  // next step, a byte-swapped result needs the CPU or GPU after the NIC, and the NIC cannot write
+  // memory that has no key.
+  template <typename T>
+  MORI_DEVICE static void amo_nbi(const char* call, state::atomicType op, const RemoteTarget& dst,
+                                  T value, T compare, T* fetch) {
+    using U = std::make_unsigned_t<T>;
+    constexpr uint64_t kProbe = sizeof(T) == 8 ? 0x0102030405060708 : 0x01020304;
+    constexpr bool kLandsAsIs = (sizeof(T) == 8 || Provider::kNativeAtomic32) &&
+                                Provider::atomic_result(kProbe, sizeof(T)) == kProbe;
+    const state::AmoRow row = state::amo_row(op);
+    const bool native = row.kind == state::AmoKind::kAdd || row.kind == state::AmoKind::kLoad ||
+                        row.kind == state::AmoKind::kCompareSwap;
+    uint32_t lkey = 0;
+    if (kLandsAsIs && native && row.fetch && find_local_key(fetch, sizeof(T), &lkey)) {
+      const Opcode code =
+          row.kind == state::AmoKind::kCompareSwap ? Opcode::kCompareSwap : Opcode::kFetchAdd;
+      WorkRequest wr = atomic(dst, code, state::amo_operand(row, static_cast<U>(value)),
+                              static_cast<U>(compare), sizeof(T));
+      wr.local_addr = reinterpret_cast<uint64_t>(fetch);
+      wr.lkey = lkey;
+      Engine::post(endpoint(call, dst.pe, dst.qp), wr, dst.pe);
+      return;
+    }
+    *fetch = amo<T>(call, op, dst, value, compare);
+  }
+
   // The data, then the signal, as two consecutive WQEs of one reservation. Both are writes, or a
   // write and a fetch-add; the QP executes them in order, so the signal lands after the data.
   template <Scope S>
@@ -264,19 +299,27 @@ struct Rdma {
     return wr;
   }
 
+  // The lkey of local [addr, addr + bytes) in *key, if that memory has one (heap or registered).
+  MORI_DEVICE static bool find_local_key(const void* addr, uint64_t bytes, uint32_t* key) {
+    const state::GpuStates& s = state::gpu_states();
+    state::SymmetricRef ref;
+    if (!state::locate(reinterpret_cast<uint64_t>(addr), bytes, &ref)) return false;
+    *key = ref.region < 0 ? s.heap_lkey : s.regions[ref.region].lkey;
+    return true;
+  }
+
   // The lkey of local [addr, addr + bytes); fails naming the call when that memory has none.
   MORI_DEVICE static uint32_t local_key(const char* call, const void* addr, uint64_t bytes, int pe,
                                         const char* role) {
-    const state::GpuStates& s = state::gpu_states();
-    state::SymmetricRef ref;
-    const uint64_t a = reinterpret_cast<uint64_t>(addr);
-    if (!state::locate(a, bytes, &ref)) {
+    uint32_t key = 0;
+    if (!find_local_key(addr, bytes, &key)) {
+      const uint64_t a = reinterpret_cast<uint64_t>(addr);
       state::fail({state::DeviceErrorCode::kBadAddress, pe, a}, [&](state::Message& m) {
         m << call << ": local " << role << " " << hex(a) << " (" << bytes
           << " bytes) has no RDMA key: use heap or buffer_register memory (PE " << pe << ")";
       });
     }
-    return ref.region < 0 ? s.heap_lkey : s.regions[ref.region].lkey;
+    return key;
   }
 
   // Posts wr (a write or a read with its key set) over [local, local + bytes), split into
