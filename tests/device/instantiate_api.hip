@@ -3,9 +3,9 @@
 // instantiation, so that -Werror sees what only a real call reveals (a narrowing conversion, an
 // unsupported atomic width, a builtin that rejects a dependent argument).
 //
-// One kernel per family (rma, strided, single, sync, query, atomic, signal, wait, barrier); each
-// expands the family's type list from its X-macro. A kernel's arguments are opaque so that nothing
-// is folded away.
+// One kernel per family (rma, strided, single, sync, query, atomic, lock, signal, wait, barrier);
+// each expands the family's type list from its X-macro. A kernel's arguments are opaque so that
+// nothing is folded away.
 #include "mori/shmem.hpp"
 #include "mori/shmem/device_api.hpp"
 
@@ -119,7 +119,7 @@ MORI_KERNEL void instantiate_query(const void* at, int pe, uint64_t* out) {
 }
 
 // ---- atomic: every AMO by name, by ABI code and (fetching) nbi, on every AMO type, as its class
-// allows ------------------------------------------------------------------------------------------
+// allows; the distributed locks -------------------------------------------------------------------
 namespace {
 template <typename T>
 MORI_DEVICE uint64_t amos(void* at_bytes, uint64_t v64, int pe, int qp) {
@@ -165,6 +165,12 @@ MORI_KERNEL void instantiate_atomic(void* at, uint64_t v, int pe, int qp, uint64
   MORI_FOR_EACH_AMO_EXTENDED_TYPE(MORI_INSTANTIATE_);
 }
 #undef MORI_INSTANTIATE_
+
+MORI_KERNEL void instantiate_lock(long* lock, int* out) {
+  shmem::set_lock(lock);
+  shmem::clear_lock(lock);
+  *out = shmem::test_lock(lock);
+}
 
 // ---- signal: put-with-signal (_nbi, blocking) in every scope, bytes and typed; signal_op; waits ---
 MORI_KERNEL void instantiate_signal(void* dst, const void* src, size_t n, uint64_t* sig, uint64_t v,

@@ -6,7 +6,7 @@
 // fetched values must account for every operation exactly once; over RDMA the same on another
 // PE's registered (non-heap) buffer; then the checks of bad codes and misaligned targets, with
 // their exact messages. device_atomics_nbi_lock.cpp, in the same binary, adds contention and
-// ordered chains of the nbi forms.
+// ordered chains of the nbi forms, and the distributed locks.
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
