@@ -242,6 +242,49 @@ void signal_op_blocking_arrays(const AbiSession& s) {
 
 }  // namespace
 
+// The nbi forms put the old value in their first parameter, `fetch` (here symmetric memory, which
+// RDMA would land directly); the lock calls take the symmetric long and no PE or QP.
+TEST_CASE("abi.atomic_nbi_lock") {
+  AbiSession s;
+  auto* counter = symmetric<uint64_t>(2);  // [0] the target, [1] where the old value lands
+  auto* cas = symmetric<int32_t>(2);
+  auto* single = symmetric<float>(2);
+  auto* lock = symmetric<long>(1);
+  counter[0] = 10, cas[0] = 7, single[0] = 1.5f + s.me, *lock = 0;
+  barrier();
+  auto* fetch_add_nbi = fn<int(uint64_t*, uint64_t*, uint64_t, int, int)>(
+      "mori_shmem_uint64_atomic_fetch_add_nbi_thread");
+  auto* compare_swap_nbi = fn<int(int32_t*, int32_t*, int32_t, int32_t, int, int)>(
+      "mori_shmem_int32_atomic_compare_swap_nbi_thread");
+  auto* fetch_float_nbi =
+      fn<int(float*, const float*, int, int)>("mori_shmem_float_atomic_fetch_nbi_thread");
+  auto* quiet = fn<int()>("mori_shmem_quiet_thread");
+  auto* set_lock = fn<int(long*)>("mori_shmem_set_lock");
+  auto* test_lock = fn<int(long*)>("mori_shmem_test_lock");
+  auto* clear_lock = fn<int(long*)>("mori_shmem_clear_lock");
+  launch({1}, {1}, [&] {
+    CHECK(fetch_add_nbi(&counter[1], &counter[0], 5, s.next, 0) == 0);
+    CHECK(compare_swap_nbi(&cas[1], &cas[0], 7, 100 + s.me, s.next, 0) == 0);
+    CHECK(fetch_float_nbi(&single[1], &single[0], s.next, 0) == 0);
+    CHECK(quiet() == 0);
+    CHECK(counter[1] == 10);
+    CHECK(cas[1] == 7);
+    CHECK(single[1] == 1.5f + s.next);
+    CHECK(set_lock(lock) == 0);
+    CHECK(test_lock(lock) == 1);  // held (by this thread): test_lock takes no ticket
+    CHECK(clear_lock(lock) == 0);
+  });
+  barrier();
+  CHECK(counter[0] == 15);
+  CHECK(cas[0] == 100 + s.prev);
+  // PE 0's copy holds the lock: every PE took and released one ticket.
+  if (s.me == 0) CHECK(*lock == static_cast<long>(uint64_t(s.n) << 32 | uint64_t(s.n)));
+  shmem::free(counter);
+  shmem::free(cas);
+  shmem::free(single);
+  shmem::free(lock);
+}
+
 TEST_CASE("abi.signal_wait") {
   AbiSession s;
   constexpr size_t kN = 64;

@@ -190,28 +190,36 @@ TEST_CASE("the typed families cover every type of the X-macro lists") {
   const char* amo_ops[] = {"inc",      "add",       "set",       "and",         "or",
                            "xor",      "fetch",     "fetch_inc", "fetch_add",   "fetch_and",
                            "fetch_or", "fetch_xor", "swap",      "compare_swap"};
+  // The fetching ones also have an nbi form, <type>_atomic_<op>_nbi_thread.
+  const char* fetching_ops[] = {"fetch",    "fetch_inc", "fetch_add", "fetch_and",
+                                "fetch_or", "fetch_xor", "swap",      "compare_swap"};
   const char* cmps[] = {"eq", "ne", "gt", "le", "lt", "ge"};
-#define MORI_EXPECT_AMO(T, NAME)                                                      \
-  for (const char* op : amo_ops)                                                      \
-    expected.push_back(std::string("mori_shmem_" #NAME "_atomic_") + op + "_thread"); \
-  expected.push_back("mori_shmem_atomic_" #NAME "_nonfetch_thread");                  \
-  expected.push_back("mori_shmem_atomic_" #NAME "_fetch_thread");                     \
-  for (const char* cmp : cmps)                                                        \
-    for (const char* op : {"_wait_until_", "_test_"})                                 \
-      expected.push_back(std::string("mori_shmem_" #NAME) + op + cmp);                \
-  for (const char* set : {"all", "any", "some"})                                      \
-    for (const char* op : {"_wait_until_", "_test_"})                                 \
-      for (const char* vector : {"", "_vector"})                                      \
+#define MORI_EXPECT_AMO(T, NAME)                                                          \
+  for (const char* op : amo_ops)                                                          \
+    expected.push_back(std::string("mori_shmem_" #NAME "_atomic_") + op + "_thread");     \
+  for (const char* op : fetching_ops)                                                     \
+    expected.push_back(std::string("mori_shmem_" #NAME "_atomic_") + op + "_nbi_thread"); \
+  expected.push_back("mori_shmem_atomic_" #NAME "_nonfetch_thread");                      \
+  expected.push_back("mori_shmem_atomic_" #NAME "_fetch_thread");                         \
+  for (const char* cmp : cmps)                                                            \
+    for (const char* op : {"_wait_until_", "_test_"})                                     \
+      expected.push_back(std::string("mori_shmem_" #NAME) + op + cmp);                    \
+  for (const char* set : {"all", "any", "some"})                                          \
+    for (const char* op : {"_wait_until_", "_test_"})                                     \
+      for (const char* vector : {"", "_vector"})                                          \
         expected.push_back(std::string("mori_shmem_" #NAME) + op + set + vector);
   MORI_FOR_EACH_AMO_TYPE(MORI_EXPECT_AMO)
 #undef MORI_EXPECT_AMO
   // float and double: OpenSHMEM's extended AMOs (fetch, set, swap) and no others.
   std::vector<std::string> refused;
-#define MORI_EXPECT_FLOAT_AMO(T, NAME)                                  \
-  for (const std::string op : amo_ops)                                  \
-    (op == "fetch" || op == "set" || op == "swap" ? expected : refused) \
-        .push_back("mori_shmem_" #NAME "_atomic_" + op + "_thread");    \
-  for (const char* generic : {"_nonfetch_thread", "_fetch_thread"})     \
+#define MORI_EXPECT_FLOAT_AMO(T, NAME)                                   \
+  for (const std::string op : amo_ops)                                   \
+    (op == "fetch" || op == "set" || op == "swap" ? expected : refused)  \
+        .push_back("mori_shmem_" #NAME "_atomic_" + op + "_thread");     \
+  for (const std::string op : fetching_ops)                              \
+    (op == "fetch" || op == "swap" ? expected : refused)                 \
+        .push_back("mori_shmem_" #NAME "_atomic_" + op + "_nbi_thread"); \
+  for (const char* generic : {"_nonfetch_thread", "_fetch_thread"})      \
     refused.push_back(std::string("mori_shmem_atomic_" #NAME) + generic);
   MORI_FOR_EACH_AMO_FLOAT_TYPE(MORI_EXPECT_FLOAT_AMO)
 #undef MORI_EXPECT_FLOAT_AMO
@@ -224,6 +232,9 @@ TEST_CASE("the typed families cover every type of the X-macro lists") {
 #undef MORI_EXPECT_STRIDED
       refused.push_back(std::string("mori_shmem_") + op + "_float_" + scope);
     }
+  // OpenSHMEM's distributed locks, on a symmetric long.
+  for (const char* op : {"set_lock", "test_lock", "clear_lock"})
+    expected.push_back(std::string("mori_shmem_") + op);
   for (const std::string& name : expected) CHECK_MESSAGE(functions.count(name), name);
   for (const std::string& name : refused) CHECK_MESSAGE(!functions.count(name), name);
 }
