@@ -155,6 +155,25 @@ PYBIND11_MODULE(_mori_shmem, m) {
       },
       py::arg("ptr"), py::arg("size"), Released(), "Collective. Undoes shmem_buffer_register.");
   m.def(
+      "shmem_buffer_register_symmetric",
+      [](uint64_t ptr, size_t size) {
+        return check(shmem::buffer_register_symmetric(as_pointer(ptr), size));
+      },
+      py::arg("ptr"), py::arg("size"), Released(),
+      "Collective. As shmem_buffer_register, and same-node peers map the buffer, so it is reached "
+      "like heap memory over P2P too; the memory must come from shmem_ext_alloc_shareable (host "
+      "backend) or hipMalloc (hip). Returns 0.");
+  m.def(
+      "shmem_ext_alloc_shareable",
+      [](size_t size) { return address(shmem::ext_alloc_shareable(size)); }, py::arg("size"),
+      "The address of `size` bytes that same-node peers can map (for "
+      "shmem_buffer_register_symmetric). Not collective.");
+  m.def(
+      "shmem_ext_free_shareable",
+      [](uint64_t ptr) { return check(shmem::ext_free_shareable(as_pointer(ptr))); },
+      py::arg("ptr"),
+      "Frees shmem_ext_alloc_shareable memory (deregister it first); 0 is a no-op.");
+  m.def(
       "shmem_ptr_p2p",
       [](uint64_t ptr, int my_pe, int dest_pe) {
         return address(shmem::ptr_p2p(ptr, my_pe, dest_pe));

@@ -27,6 +27,9 @@ GUIDE_NAMES = [
     "shmem_free",
     "shmem_buffer_register",
     "shmem_buffer_deregister",
+    "shmem_buffer_register_symmetric",
+    "shmem_ext_alloc_shareable",
+    "shmem_ext_free_shareable",
     "shmem_ptr_p2p",
     "shmem_pe_accessible",
     "shmem_addr_accessible",
@@ -147,6 +150,17 @@ def test_solo_pe(solo_pe):
     with pytest.raises(RuntimeError, match="^buffer_register: .*overlaps the registered buffer"):
         shmem.shmem_buffer_register(buf.data_ptr(), 8000)
     assert shmem.shmem_buffer_deregister(buf.data_ptr(), 8000) == 0
+    with pytest.raises(RuntimeError, match="^buffer_register_symmetric: .*is not memory from "
+                       "mori::shmem::ext_alloc_shareable"):
+        shmem.shmem_buffer_register_symmetric(buf.data_ptr(), 8000)
+    shared = shmem.shmem_ext_alloc_shareable(8000)
+    assert shared != 0
+    assert shmem.shmem_buffer_register_symmetric(shared, 8000) == 0
+    assert shmem.shmem_ptr_p2p(shared + 8, 0, 0) == shared + 8
+    with pytest.raises(RuntimeError, match="buffer_deregister it first"):
+        shmem.shmem_ext_free_shareable(shared)
+    assert shmem.shmem_buffer_deregister(shared, 8000) == 0
+    assert shmem.shmem_ext_free_shareable(shared) == 0
     shmem.shmem_barrier_all()
 
 
