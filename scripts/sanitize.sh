@@ -6,8 +6,10 @@
 #                                              engine's wrap stress over mlx5 only),
 #                                              then at 2 PEs over the software NIC the wrap stress
 #                                              (mlx5) and the fault tests (every family);
-#                                              asan adds the device suites over mlx5 (atomics, signals,
-#                                              fence, waits, device checks)
+#                                              asan adds the device suites over mlx5 (atomics and
+#                                              locks, signals, fence, waits, device checks, RMA and
+#                                              strided RMA, p/g and registered buffers), and at 2 PEs
+#                                              over P2P the host API and symmetric registration
 #   scripts/sanitize.sh asan|tsan --all        every unit, mpi, rdma and reliability test
 #
 # Suppressions (tests/sanitizers/*.supp) cover third-party libraries only, each with the reason.
@@ -34,16 +36,25 @@ export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadloc
 if [ "$lane" = tsan ]; then
   suites=(rdma_stress device_wait device_checks)
 else
-  suites=(device_atomics device_signal device_sync device_wait device_checks rdma_stress)
+  suites=(device_atomics device_signal device_sync device_wait device_checks device_rma device_single rdma_stress)
 fi
 rdma="^mpi\\.rdma_(mlx5\\.($(IFS='|'; echo "${suites[*]}"))|(mlx5|bnxt|ionic)\\.rdma_faults)\\.np2\$"
+# ASan also runs the host API suite and the P2P side of symmetric registration (peers' buffers mapped
+# into this process) at 2 PEs.
+p2p='^mpi\.(runtime|device_single)\.np2$'
+binaries=()
+[ "$lane" = asan ] && binaries=(mori_mpi_runtime)
 if [ "$scope" = --all ]; then
   ninja -C "$build"
   ctest --test-dir "$build" -j "$(nproc)" --output-on-failure -L 'unit|mpi|rdma|reliability'
 else
-  ninja -C "$build" mori_unit_tests mori_verbs_double_tests mori_mpi_rdma_faults "${suites[@]/#/mori_mpi_}"
+  ninja -C "$build" mori_unit_tests mori_verbs_double_tests mori_mpi_rdma_faults "${suites[@]/#/mori_mpi_}" \
+    "${binaries[@]}"
   # The engine's 256-lane wrap stress runs over mlx5 only: the engine is one code for every family, and the
   # bnxt and ionic stress took 60-75 s each per lane; their short engine cases and codecs still run.
-  ctest --test-dir "$build" -j "$(nproc)" --output-on-failure -L unit -E '^unit\.engine (bnxt|ionic): 256 lanes'
-  ctest --test-dir "$build" --output-on-failure -R "$rdma"
+  ctest --test-dir "$build" -j "$(nproc)" --output-on-failure --no-tests=error -L unit -E '^unit\.engine (bnxt|ionic): 256 lanes'
+  ctest --test-dir "$build" --output-on-failure --no-tests=error -R "$rdma"
+  if [ "$lane" = asan ]; then
+    ctest --test-dir "$build" --output-on-failure --no-tests=error -R "$p2p"
+  fi
 fi
