@@ -11,20 +11,51 @@
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "mori/core.hpp"
 #include "mori/host/launch.hpp"
 #include "mori/shmem.hpp"
 #include "mori/shmem/device_api.hpp"
+#include "unit/sanitized.hpp"
 
 namespace mori::test {
 
-// The 11 element types as a std::tuple, for TEST_CASE_TEMPLATE_APPLY.
+// A type list as a std::tuple, for TEST_CASE_TEMPLATE_APPLY.
 template <typename... Ts>
 std::tuple<Ts...> as_tuple(TypeList<Ts...>);
-using ElementTuple = decltype(as_tuple(ElementTypes{}));
-using AmoTuple = decltype(as_tuple(AmoTypes{}));
+
+namespace detail {
+template <typename T, typename U>
+inline constexpr bool kSameWidthAndKind =
+    sizeof(T) == sizeof(U) && std::is_floating_point_v<T> == std::is_floating_point_v<U>;
+// The first type of each width and kind (integer or floating) in Ts, in order.
+template <typename Kept, typename... Ts>
+struct FirstOfEachWidth {
+  using type = Kept;
+};
+template <typename... Kept, typename T, typename... Ts>
+struct FirstOfEachWidth<std::tuple<Kept...>, T, Ts...> {
+  using type =
+      typename FirstOfEachWidth<std::conditional_t<(kSameWidthAndKind<Kept, T> || ...),
+                                                   std::tuple<Kept...>, std::tuple<Kept..., T>>,
+                                Ts...>::type;
+};
+template <typename... Ts>
+auto first_of_each_width(std::tuple<Ts...>) -> typename FirstOfEachWidth<std::tuple<>, Ts...>::type;
+}  // namespace detail
+
+// The types a typed suite instantiates. Under a sanitizer (scripts/sanitize.sh) one of each width
+// and kind: what ASan and TSan find (a bad access, a race) depends on an element's width, not on
+// its signedness, and each type is a full instantiation of the device API that the sanitizer
+// build compiles at -O0 and runs 2-15 times slower. The main lane runs every type.
+template <typename Tuple>
+using TestTypes =
+    std::conditional_t<kSanitized, decltype(detail::first_of_each_width(Tuple{})), Tuple>;
+
+using ElementTuple = TestTypes<decltype(as_tuple(ElementTypes{}))>;
+using AmoTuple = TestTypes<decltype(as_tuple(AmoTypes{}))>;
 
 // Sets (or, with a null value, unsets) an environment variable for the life of a scope, then puts
 // back what was there. Declare it before the Session whose init should see it.

@@ -469,15 +469,16 @@ TEST_CASE_TEMPLATE_DEFINE("bad atomic codes and misaligned targets trap with the
 
 // Each case runs on the types of its operations' class, the costly contention on fewer: the
 // transports see only a value's width (AmoBits), so the ABI's four cover both widths.
-using ExtendedTuple = decltype(as_tuple(mori::AmoExtendedTypes{}));
-using BitwiseTuple = decltype(as_tuple(mori::AmoBitwiseTypes{}));
+using ExtendedTuple = TestTypes<decltype(as_tuple(mori::AmoExtendedTypes{}))>;
+using BitwiseTuple = TestTypes<decltype(as_tuple(mori::AmoBitwiseTypes{}))>;
 TEST_CASE_TEMPLATE_APPLY(named_id, ExtendedTuple);
 TEST_CASE_TEMPLATE_APPLY(generic_id, ExtendedTuple);
 // The nbi forms: a 4-byte integer (every operation; RDMA runs it blocking, see transport/rdma.hpp),
 // a standard 8-byte one (no bitwise operations; landed by the NIC), float and double.
-using NbiTuple = std::tuple<uint32_t, long long, float, double>;
+using NbiTuple = TestTypes<std::tuple<uint32_t, long long, float, double>>;
 TEST_CASE_TEMPLATE_APPLY(nbi_id, NbiTuple);
-using LongLongTuple = std::tuple<long long, unsigned long long>;  // standard, not among the ABI's 4
+using LongLongTuple =
+    TestTypes<std::tuple<long long, unsigned long long>>;  // standard, not among the ABI's 4
 TEST_CASE_TEMPLATE_APPLY(counting_id, AmoTuple);
 TEST_CASE_TEMPLATE_APPLY(long_long_counting_id, LongLongTuple);
 TEST_CASE_TEMPLATE_APPLY(bitwise_id, BitwiseTuple);

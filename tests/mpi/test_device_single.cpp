@@ -20,7 +20,7 @@ using namespace mori::test;
 
 namespace {
 
-using PTuple = decltype(as_tuple(mori::PTypes{}));
+using PTuple = TestTypes<decltype(as_tuple(mori::PTypes{}))>;
 
 constexpr size_t kElems = 100;
 constexpr unsigned kBlocks = 2, kThreads = 32, kLanes = kBlocks * kThreads;
