@@ -67,6 +67,26 @@ std::vector<int> targets(Pattern p, int me, int n) {
   return all;
 }
 
+// One call of a form: the pattern, the element count and the offset into the symmetric slot.
+struct RmaCase {
+  Pattern pattern;
+  size_t nelems, off;
+};
+// Every pattern, size and offset. One launch makes all of them, each into slots of its own, with
+// no quiet in between: the calls of a launch are in flight together, as in a kernel.
+std::vector<RmaCase> rma_cases() {
+  std::vector<RmaCase> cases;
+  for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll})
+    for (size_t nelems : kSizes)
+      for (size_t off : kOffsets) cases.push_back({pattern, nelems, off});
+  return cases;
+}
+
+std::string where(const RmaCase& c) {
+  return std::string(c.pattern == Pattern::kRing ? "ring" : "all-to-all") + ", " +
+         std::to_string(c.nelems) + " elements at offset " + std::to_string(c.off);
+}
+
 // Bytes of slot `s` outside [off, off + nelems) must still be poison; inside, the values PE
 // `writer` sent.
 template <typename T>
@@ -86,119 +106,115 @@ std::string check_slot(const T* slot, size_t off, size_t nelems, int writer, siz
   return "";
 }
 
+// Every PE writes its own slot of each case on each target: slot c * n + writer.
 template <typename S, typename T>
 void run_puts(const Session& s, Form form, Local kind) {
   CAPTURE(static_cast<int>(kind));
-  GuardedSlots<T> dst(s.n, kMaxElems);
+  const std::vector<RmaCase> cases = rma_cases();
+  GuardedSlots<T> dst(cases.size() * s.n, kMaxElems);
   LocalBuffer<T> src(kind, kMaxElems);
   for (size_t i = 0; i < kMaxElems; ++i) src.data()[i] = value_of<T>(s.me, i);
-  for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll}) {
-    for (size_t nelems : kSizes) {
-      for (size_t off : kOffsets) {
-        CAPTURE(nelems);
-        CAPTURE(off);
-        dst.poison();
-        REQUIRE(shmem::barrier_all() == 0);
-        const std::vector<int> to = targets(pattern, s.me, s.n);
-        launch({1}, block_for<S>(), [&] {
-          T* d = dst.slot(s.me) + off;  // every PE writes its own slot on the target
-          for (int pe : to) {
-            switch (form) {
-              case Form::kBytes:
-                shmem::putmem_nbi<S>(d, src.data(), nelems * sizeof(T), pe);
-                break;
-              case Form::kTyped:
-                shmem::put_nbi<S>(d, src.data(), nelems, pe);
-                break;
-              case Form::kBlocking:
-                shmem::put<S>(d, src.data(), nelems, pe);
-                break;
-              case Form::kObject:
-                shmem::put_nbi<S>(shmem::SymmObj<T>{dst.slot(s.me), kMaxElems}, off, src.data(),
-                                  nelems, pe);
-                break;
-            }
-          }
-          if (S::leader()) shmem::quiet();
-        });
-        REQUIRE(shmem::barrier_all() == 0);
-        std::string bad;
-        for (int writer = 0; writer < s.n && bad.empty(); ++writer) {
-          const bool written = pattern == Pattern::kAllToAll || writer == (s.me + s.n - 1) % s.n;
-          bad = check_slot(dst.slot(writer), written ? off : 0, written ? nelems : 0, writer, 64);
-          if (!bad.empty()) bad = "slot of PE " + std::to_string(writer) + ": " + bad;
+  REQUIRE(shmem::barrier_all() == 0);
+  launch({1}, block_for<S>(), [&] {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const auto [pattern, nelems, off] = cases[c];
+      T* slot = dst.slot(c * s.n + s.me);
+      for (int pe : targets(pattern, s.me, s.n)) {
+        switch (form) {
+          case Form::kBytes:
+            shmem::putmem_nbi<S>(slot + off, src.data(), nelems * sizeof(T), pe);
+            break;
+          case Form::kTyped:
+            shmem::put_nbi<S>(slot + off, src.data(), nelems, pe);
+            break;
+          case Form::kBlocking:
+            shmem::put<S>(slot + off, src.data(), nelems, pe);
+            break;
+          case Form::kObject:
+            shmem::put_nbi<S>(shmem::SymmObj<T>{slot, kMaxElems}, off, src.data(), nelems, pe);
+            break;
         }
-        CHECK_MESSAGE(bad.empty(), bad);
-        REQUIRE(all_ranks(bad.empty()));
       }
     }
+    if (S::leader()) shmem::quiet();
+  });
+  REQUIRE(shmem::barrier_all() == 0);
+  std::string bad;
+  for (size_t c = 0; c < cases.size() && bad.empty(); ++c) {
+    const auto [pattern, nelems, off] = cases[c];
+    for (int writer = 0; writer < s.n && bad.empty(); ++writer) {
+      const bool written = pattern == Pattern::kAllToAll || writer == (s.me + s.n - 1) % s.n;
+      bad = check_slot(dst.slot(c * s.n + writer), written ? off : 0, written ? nelems : 0, writer,
+                       64);
+      if (!bad.empty())
+        bad = where(cases[c]) + ", slot of PE " + std::to_string(writer) + ": " + bad;
+    }
   }
+  CHECK_MESSAGE(bad.empty(), bad);
+  REQUIRE(all_ranks(bad.empty()));
 }
 
+// Every PE gets each case from each source PE into a local region of its own, (c * n + pe).
 template <typename S, typename T>
 void run_gets(const Session& s, Form form, Local kind) {
   CAPTURE(static_cast<int>(kind));
+  const std::vector<RmaCase> cases = rma_cases();
   GuardedSlots<T> src(1, kMaxElems);
   for (size_t i = 0; i < kMaxElems; ++i) src.slot(0)[i] = value_of<T>(s.me, i);
   REQUIRE(shmem::barrier_all() == 0);
   constexpr size_t kGuard = 64;
   const size_t stride = kGuard + kMaxElems * sizeof(T) + kGuard;
-  LocalBuffer<unsigned char> local(kind, stride * s.n);
-  for (Pattern pattern : {Pattern::kRing, Pattern::kAllToAll}) {
-    for (size_t nelems : kSizes) {
-      for (size_t off : kOffsets) {
-        CAPTURE(nelems);
-        CAPTURE(off);
-        std::memset(local.data(), GuardedSlots<T>::kPoison, local.size());
-        const std::vector<int> from = targets(pattern, s.me, s.n);
-        auto slot = [&](int pe) {
-          return reinterpret_cast<T*>(local.data() + pe * stride + kGuard);
-        };
-        launch({1}, block_for<S>(), [&] {
-          for (int pe : from) {
-            T* d = slot(pe);  // local, not symmetric: plain memory (P2P only) or registered
-            const T* remote = src.slot(0) + off;
-            switch (form) {
-              case Form::kBytes:
-                shmem::getmem_nbi<S>(d, remote, nelems * sizeof(T), pe);
-                break;
-              case Form::kTyped:
-                shmem::get_nbi<S>(d, remote, nelems, pe);
-                break;
-              case Form::kBlocking:
-                shmem::get<S>(d, remote, nelems, pe);
-                break;
-              case Form::kObject:
-                shmem::get<S>(d, shmem::SymmObj<T>{src.slot(0), kMaxElems}, off, nelems, pe);
-                break;
-            }
-          }
-          if (S::leader()) shmem::quiet();
-        });
-        std::string bad;
-        for (int pe = 0; pe < s.n && bad.empty(); ++pe) {
-          const bool read = pattern == Pattern::kAllToAll || pe == (s.me + 1) % s.n;
-          // The get wrote elements [0, nelems) of the local slot with the source's [off, off +
-          // nelems).
-          const T* got = slot(pe);
-          const auto* bytes = reinterpret_cast<const unsigned char*>(got);
-          const size_t end = read ? nelems * sizeof(T) : 0;
-          for (size_t b = 0; b < kGuard && bad.empty(); ++b)
-            if (bytes[-1 - static_cast<ptrdiff_t>(b)] != GuardedSlots<T>::kPoison)
-              bad = "guard before hit";
-          for (size_t b = end; b < stride - kGuard && bad.empty(); ++b)
-            if (bytes[b] != GuardedSlots<T>::kPoison)
-              bad = "byte " + std::to_string(b) + " past the data hit";
-          for (size_t i = 0; read && i < nelems && bad.empty(); ++i)
-            if (got[i] != value_of<T>(pe, off + i))
-              bad = "element " + std::to_string(i) + " differs";
-          if (!bad.empty()) bad = "data from PE " + std::to_string(pe) + ": " + bad;
+  LocalBuffer<unsigned char> local(kind, stride * s.n * cases.size());
+  std::memset(local.data(), GuardedSlots<T>::kPoison, local.size());
+  auto region = [&](size_t c, int pe) {
+    return reinterpret_cast<T*>(local.data() + (c * s.n + pe) * stride + kGuard);
+  };
+  launch({1}, block_for<S>(), [&] {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const auto [pattern, nelems, off] = cases[c];
+      for (int pe : targets(pattern, s.me, s.n)) {
+        T* d = region(c, pe);  // local, not symmetric: plain memory (P2P only) or registered
+        const T* remote = src.slot(0) + off;
+        switch (form) {
+          case Form::kBytes:
+            shmem::getmem_nbi<S>(d, remote, nelems * sizeof(T), pe);
+            break;
+          case Form::kTyped:
+            shmem::get_nbi<S>(d, remote, nelems, pe);
+            break;
+          case Form::kBlocking:
+            shmem::get<S>(d, remote, nelems, pe);
+            break;
+          case Form::kObject:
+            shmem::get<S>(d, shmem::SymmObj<T>{src.slot(0), kMaxElems}, off, nelems, pe);
+            break;
         }
-        CHECK_MESSAGE(bad.empty(), bad);
-        REQUIRE(all_ranks(bad.empty()));
       }
     }
+    if (S::leader()) shmem::quiet();
+  });
+  std::string bad;
+  for (size_t c = 0; c < cases.size() && bad.empty(); ++c) {
+    const auto [pattern, nelems, off] = cases[c];
+    for (int pe = 0; pe < s.n && bad.empty(); ++pe) {
+      const bool read = pattern == Pattern::kAllToAll || pe == (s.me + 1) % s.n;
+      // The get wrote elements [0, nelems) of the region with the source's [off, off + nelems).
+      const T* got = region(c, pe);
+      const auto* bytes = reinterpret_cast<const unsigned char*>(got);
+      const size_t end = read ? nelems * sizeof(T) : 0;
+      for (size_t b = 0; b < kGuard && bad.empty(); ++b)
+        if (bytes[-1 - static_cast<ptrdiff_t>(b)] != GuardedSlots<T>::kPoison)
+          bad = "guard before hit";
+      for (size_t b = end; b < stride - kGuard && bad.empty(); ++b)
+        if (bytes[b] != GuardedSlots<T>::kPoison)
+          bad = "byte " + std::to_string(b) + " past the data hit";
+      for (size_t i = 0; read && i < nelems && bad.empty(); ++i)
+        if (got[i] != value_of<T>(pe, off + i)) bad = "element " + std::to_string(i) + " differs";
+      if (!bad.empty()) bad = where(cases[c]) + ", data from PE " + std::to_string(pe) + ": " + bad;
+    }
   }
+  CHECK_MESSAGE(bad.empty(), bad);
+  REQUIRE(all_ranks(bad.empty()));
   REQUIRE(shmem::barrier_all() == 0);  // nobody frees `src` while a peer may still read it
 }
 
