@@ -17,10 +17,6 @@ spec=$root/bench/isa_paths.txt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-MORI_BITCODE_DEFINES="-DMORI_RDMA_MLX5=1 -DMORI_RDMA_BNXT=0 -DMORI_RDMA_IONIC=0 -DMORI_ISA_PATH_MARKERS=1" \
-  MORI_ABI_MANIFEST_TOOL=$manifest_tool MORI_BITCODE_HOST=0 \
-  bash "$root/tools/build_shmem_bitcode.sh" "$work" gfx942 >/dev/null
-
 mapfile -t rows < <(grep -v '^[[:space:]]*\(#\|$\)' "$spec")
 funcs=()
 for row in "${rows[@]}"; do
@@ -28,6 +24,11 @@ for row in "${rows[@]}"; do
   funcs+=("--func=$name")
 done
 mapfile -t funcs < <(printf '%s\n' "${funcs[@]}" | sort -u)
+
+# Only the spec's functions are compiled (MORI_ABI_FUNCTIONS): each wrapper is flattened on its own.
+MORI_BITCODE_DEFINES="-DMORI_RDMA_MLX5=1 -DMORI_RDMA_BNXT=0 -DMORI_RDMA_IONIC=0 -DMORI_ISA_PATH_MARKERS=1" \
+  MORI_ABI_MANIFEST_TOOL=$manifest_tool MORI_BITCODE_HOST=0 MORI_ABI_FUNCTIONS="${funcs[*]#--func=}" \
+  bash "$root/tools/build_shmem_bitcode.sh" "$work" gfx942 >/dev/null
 "llvm-extract$sfx" --recursive "${funcs[@]}" "$work/lib/libmori_shmem_device_gfx942.bc" \
   -o "$work/part.bc"
 "llc$sfx" -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 -O2 "$work/part.bc" -o "$work/part.s"

@@ -15,7 +15,9 @@
 #
 # Environment: MORI_DEVICE_CXX (default clang++-19), LLVM_SUFFIX (default -19, for llvm-dis,
 # llvm-as, llvm-nm and opt), MORI_ABI_MANIFEST_TOOL (a built mori_abi_manifest; otherwise compiled
-# here), MORI_BITCODE_HOST=0 (leave the host flavour out: the ISA checks, which read amdgcn only).
+# here), MORI_BITCODE_HOST=0 (leave the host flavour out: the ISA checks, which read amdgcn only),
+# MORI_ABI_FUNCTIONS (names separated by spaces or commas, with or without mori_shmem_: compile only
+# those wrappers, for the ISA checks; the manifest stays whole, the checks cover the names given).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,12 +51,27 @@ fi
 "$manifest_tool" -o "$work/mori_shmem_device_abi.json"
 "$manifest_tool" --names | LC_ALL=C sort >"$work/names"
 
+# ---- a subset: only the wrappers named in MORI_ABI_FUNCTIONS (src/abi/device_abi.cpp) ------------
+subset=()
+if [ -n "${MORI_ABI_FUNCTIONS:-}" ]; then
+  : >"$work/subset.hpp"
+  : >"$work/subset_names"
+  for name in ${MORI_ABI_FUNCTIONS//,/ }; do
+    name=mori_shmem_${name#mori_shmem_}
+    grep -qx "$name" "$work/names" || die "MORI_ABI_FUNCTIONS: $name is not in the manifest"
+    echo "#define MORI_ABI_KEEP_${name#mori_shmem_} ~, 1" >>"$work/subset.hpp"
+    echo "$name" >>"$work/subset_names"
+  done
+  LC_ALL=C sort -u "$work/subset_names" -o "$work/names"
+  subset=("-DMORI_ABI_SUBSET=\"$work/subset.hpp\"")
+fi
+
 # ---- compile ------------------------------------------------------------------------------------
 # Release device code (-DNDEBUG compiles the device checks out on amdgcn); every ABI symbol is
 # default visibility so that kernels linked with it, and the loaders, can see it.
 # MORI_BITCODE_DEFINES: extra -D flags, e.g. the NIC families (-DMORI_RDMA_BNXT=0 ...).
 read -r -a extra_defines <<<"${MORI_BITCODE_DEFINES:-}"
-common=("${extra_defines[@]}" -std=c++20 -O2 -DNDEBUG -fvisibility=default -Xclang -disable-lifetime-markers
+common=("${extra_defines[@]}" "${subset[@]}" -std=c++20 -O2 -DNDEBUG -fvisibility=default -Xclang -disable-lifetime-markers
   -Wall -Wextra -I"$root/include" -I"$root/src" -emit-llvm -c "$root/src/abi/device_abi.cpp")
 
 # -disable-lifetime-markers stops clang emitting them, but the inliner adds its own. Front ends link

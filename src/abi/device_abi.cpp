@@ -33,15 +33,34 @@ const uint32_t mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVer
 #endif
 #define MORI_ABI_EXPORT \
   extern "C" MORI_DEVICE_VAR __attribute__((visibility("default"))) MORI_ABI_FLATTEN
+
+// A subset build defines only some wrappers: MORI_ABI_SUBSET names a header of lines
+// `#define MORI_ABI_KEEP_<name> ~, 1` (tools/build_shmem_bitcode.sh writes it from
+// MORI_ABI_FUNCTIONS). The ISA checks compile the dozen entry points they read, not all of them:
+// the whole ABI is minutes of compile per configuration. MORI_ABI_KEPT(name) is 1 for a kept name
+// (the pasted macro expands to two arguments, shifting the 1 into second place) and 0 otherwise.
+#if defined(MORI_ABI_SUBSET)
+#include MORI_ABI_SUBSET
+#define MORI_ABI_SECOND_(first, second, ...) second
+#define MORI_ABI_SECOND(...) MORI_ABI_SECOND_(__VA_ARGS__)
+#define MORI_ABI_KEPT(name) MORI_ABI_SECOND(MORI_ABI_KEEP_##name, 0, ~)
+#else
+#define MORI_ABI_KEPT(name) 1
+#endif
+#define MORI_ABI_WHEN_1(...) __VA_ARGS__
+#define MORI_ABI_WHEN_0(...)
+#define MORI_ABI_WHEN_(kept) MORI_ABI_WHEN_##kept
+#define MORI_ABI_WHEN(kept) MORI_ABI_WHEN_(kept)
+
 #define MORI_ABI_FAMILY(name)
 #define MORI_ABI_P(type, name) type name
-#define MORI_ABI_STATUS(name, scope, params, call) \
-  MORI_ABI_EXPORT int mori_shmem_##name params {   \
-    call;                                          \
-    return 0;                                      \
-  }
+#define MORI_ABI_STATUS(name, scope, params, call)                                  \
+  MORI_ABI_WHEN(MORI_ABI_KEPT(name))(MORI_ABI_EXPORT int mori_shmem_##name params { \
+    call;                                                                           \
+    return 0;                                                                       \
+  })
 #define MORI_ABI_VALUE(ret, name, scope, params, call) \
-  MORI_ABI_EXPORT ret mori_shmem_##name params { return call; }
+  MORI_ABI_WHEN(MORI_ABI_KEPT(name))(MORI_ABI_EXPORT ret mori_shmem_##name params { return call; })
 
 namespace mori::shmem {
 #include "abi/functions.def"
