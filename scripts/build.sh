@@ -5,7 +5,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MORI_BUILD_DIR:-$root/build}
+# Device code for gfx942 only (MORI_GPU_TARGETS): every arch compiles the same source paths, and each one more
+# costs the whole device ABI's compile again; the slow lane (scripts/test.sh -L slow) adds gfx90a.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${MORI_BUILD_TYPE:-RelWithDebInfo} \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-  "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic" ${MORI_CMAKE_ARGS:-} >/dev/null
+  "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic" "-DGPU_TARGETS=${MORI_GPU_TARGETS:-gfx942}" ${MORI_CMAKE_ARGS:-} \
+  >/dev/null
 cmake --build "$build" -j "$(nproc)"
