@@ -28,7 +28,18 @@ class Bootstrap {
   virtual Status barrier() = 0;
   // `bytes` of `buf` on rank `root` are copied into `buf` on every rank.
   virtual Status broadcast(void* buf, size_t bytes, int root) = 0;
+  // As MPI_Comm_split: the ranks that pass the same color >= 0 form a new bootstrap, ranked by
+  // (key, rank here); a rank passing a negative color gets null. Teams use it (runtime/teams.cpp):
+  // a split of a team is collective over that team only, so each team needs its own bootstrap.
+  // This default works over any bootstrap: each new group's first rank makes a unique ID, the IDs
+  // are allgathered here, and each group joins a TCP bootstrap within `timeout` (a group of one
+  // needs no connection). The MPI bootstrap splits its communicator instead.
+  virtual Status split(int color, int key, std::chrono::milliseconds timeout,
+                       std::unique_ptr<Bootstrap>* out);
 };
+
+// One rank alone: every collective is a local copy.
+std::unique_ptr<Bootstrap> make_solo_bootstrap();
 
 // Over an MPI communicator. `mpi_comm` points to an MPI_Comm, or is null for MPI_COMM_WORLD. The
 // communicator is duplicated, so the caller's traffic never mixes with ours. MPI must be

@@ -68,6 +68,23 @@ class MpiBootstrap final : public Bootstrap {
     return check(MPI_Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, comm_), "MPI_Bcast");
   }
 
+  // MPI's own split: no sockets, and it works wherever MPI does (across nodes without
+  // MORI_SOCKET_IFNAME).
+  Status split(int color, int key, std::chrono::milliseconds,
+               std::unique_ptr<Bootstrap>* out) override {
+    out->reset();
+    MPI_Comm comm = MPI_COMM_NULL;
+    MORI_TRY(check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &comm),
+                   "MPI_Comm_split"));
+    if (comm == MPI_COMM_NULL) return {};
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    *out = std::make_unique<MpiBootstrap>(comm, rank, size);
+    return {};
+  }
+
  private:
   MPI_Comm comm_;
   int rank_, size_;

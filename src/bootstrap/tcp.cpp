@@ -234,6 +234,8 @@ constexpr int kMaxRanks = 1 << 20;
 
 }  // namespace
 
+std::unique_ptr<Bootstrap> make_solo_bootstrap() { return std::make_unique<SoloBootstrap>(); }
+
 Status make_tcp_bootstrap(const shmem::UniqueId& id, int rank, int size, milliseconds timeout,
                           std::unique_ptr<Bootstrap>* out) {
   if (size < 1 || size > kMaxRanks) {
@@ -259,7 +261,7 @@ Status make_tcp_bootstrap(const shmem::UniqueId& id, int rank, int size, millise
   // Rank 0 uses the listener its process opened for this ID, or else opens one where the ID says.
   Fd listener = claim_listener(fields.nonce);
   if (size == 1) {
-    *out = std::make_unique<SoloBootstrap>();
+    *out = make_solo_bootstrap();
     return {};
   }
   if (!listener.valid()) {
