@@ -206,6 +206,11 @@ Status load(Settings* out) {
       return Status::error(quoted("MORI_RDMA_SQ_WQES", text) + " is not a power of two");
     s.rdma_sq_wqes = static_cast<uint32_t>(value);
   }
+  if (read("MORI_SHMEM_MAX_TEAMS", &text)) {
+    MORI_TRY(parse_at_least("MORI_SHMEM_MAX_TEAMS", text, state::kPredefinedTeams, kMaxTeamsLimit,
+                            &value));
+    s.max_teams = static_cast<int>(value);
+  }
   *out = std::move(s);
   return {};
 }

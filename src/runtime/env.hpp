@@ -51,7 +51,12 @@ struct Settings {
   int pes_per_node = 0;         // MORI_SHMEM_PES_PER_NODE: testing only, see runtime/node.hpp
   int ib_gid_index = -1;        // MORI_IB_GID_INDEX 0..255; -1: a RoCE v2 entry, 0 on InfiniBand
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536
+  int max_teams = 64;           // MORI_SHMEM_MAX_TEAMS: live teams per PE, predefined ones included
 };
+
+// The most MORI_SHMEM_MAX_TEAMS accepts: each team index takes two words of the runtime's 64 KiB
+// internal area from word state::kTeamSyncFirstWord on (runtime.hpp checks that they fit).
+inline constexpr int kMaxTeamsLimit = 4064;
 
 // Reads every variable above from the environment; unset or empty ones keep their defaults. In
 // vmm_heap mode heap_size is rounded UP to a whole number of VMM chunks, and the chunk size must be

@@ -16,6 +16,7 @@
 #include "runtime/error.hpp"
 #include "runtime/node.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/team_table.hpp"
 
 namespace mori::shmem {
 
@@ -131,6 +132,7 @@ Status build(Runtime& rt) {
     }
   }
   MORI_TRY(connect_rdma(rt));
+  MORI_TRY(runtime::init_teams(rt));
   void* error = nullptr;
   MORI_TRY(backend::alloc_host_visible(sizeof(state::DeviceError), &error));
   rt.error = static_cast<state::DeviceError*>(error);

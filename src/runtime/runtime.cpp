@@ -73,6 +73,8 @@ Status Runtime::publish() {
   s.internal_bytes = kInternalBytes;
   s.error = error;
   s.timeout_ns = settings.timeout_ms * 1000000ull;
+  s.teams = static_cast<const state::TeamDescriptor*>(d_teams.ptr);
+  s.max_teams = static_cast<int32_t>(teams.size());
   if (rdma) {
     s.rdma_endpoints = rdma->device_endpoints();
     s.nic = static_cast<uint8_t>(rdma->nic());

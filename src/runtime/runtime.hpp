@@ -60,6 +60,13 @@ struct Runtime {
   std::map<uint64_t, std::unique_ptr<Region>> regions;  // by base
   state::DeviceError* error = nullptr;                  // host-visible device-error record
   size_t internal_offset = 0;
+  // The team table (state/team.hpp), [settings.max_teams]: this PE's copy, the device's (whose
+  // address GpuStates::teams publishes once; entries are written in place), and each live team's
+  // bootstrap, over which splits of that team run (runtime/teams.cpp). Team bootstraps may share
+  // one object (a team with the same members as its parent uses the parent's).
+  std::vector<state::TeamDescriptor> teams;
+  DeviceArray d_teams;
+  std::vector<std::shared_ptr<bootstrap::Bootstrap>> team_boots;
   std::vector<void*> modules;  // modules given to module_init: republished on every state change
 
   state::GpuStates states{};
@@ -78,5 +85,9 @@ Runtime* require(const char* api);
 
 // Bytes of the heap the runtime keeps for itself at offset 0 (device barriers, signals).
 inline constexpr size_t kInternalBytes = 64 << 10;
+static_assert((state::kTeamSyncFirstWord + state::kTeamSyncWordsPerTeam * env::kMaxTeamsLimit) *
+                      sizeof(uint64_t) <=
+                  kInternalBytes,
+              "the sync words of MORI_SHMEM_MAX_TEAMS teams must fit the internal area");
 
 }  // namespace mori::runtime

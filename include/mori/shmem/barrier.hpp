@@ -25,6 +25,7 @@
 #include "mori/core/scope.hpp"
 #include "mori/shmem/sync.hpp"
 #include "mori/state/spin.hpp"
+#include "mori/state/team.hpp"
 #include "mori/transport/dispatch.hpp"
 
 namespace mori::shmem {
@@ -38,8 +39,11 @@ namespace detail {
 //   word  name              kind       written by                         holds
 //   0     kBarrierArrivals  symmetric  each PE's barrier_all (AMO add 1)  arrivals since init
 //   1     kBarrierEpoch     local      this PE's barrier_all caller       its calls since init
-//   2-7   reserved          -          nobody yet (0): signals, teams     -
-//   8-    free
+//   2-7   reserved          -          nobody yet (0): signals            -
+//   8-63  free
+//   64-   team syncs        both       team_sync, team_barrier (team.hpp) per team index t:
+//                                      word 64 + 2t as kBarrierArrivals, 65 + 2t as kBarrierEpoch
+//                                      (state::kTeamSyncFirstWord); up to MORI_SHMEM_MAX_TEAMS
 inline constexpr int kBarrierArrivals = 0;
 inline constexpr int kBarrierEpoch = 1;
 inline constexpr int kInternalLaidOutWords = 8;  // words 0-7: this table
@@ -53,54 +57,70 @@ MORI_DEVICE state::RemoteTarget internal_target(int word, int pe) {
   return {{-1, offset}, pe, 0};
 }
 
-// The cross-PE half of barrier_all, run by one thread per PE.
+// Who takes part in a sync and where it counts: the world PEs start, start + stride, ... (size of
+// them, this PE the my_index-th), counting in two words of the internal area. `team` names them in
+// messages: kTeamInvalid for barrier_all, which names no team.
+struct SyncGroup {
+  int start, stride, size, my_index;
+  int arrivals_word, epoch_word;
+  int team;
+};
+
+// The cross-PE half of barrier_all and of the team syncs and barriers, run by one thread per PE.
+// kQuiet: a barrier, which completes this PE's puts and AMOs first; else a sync, which orders
+// only memory stores (OpenSHMEM's shmem_sync).
 //
-// Each PE's arrival counter only grows: every barrier_all adds 1 to it on every PE, and the caller
-// of the e-th barrier waits until its own counter reaches e * n_pes. That count cannot come early:
-// a PE adds for barrier e + 1 only after it has left barrier e, so the first PE to leave barrier e
-// saw n_pes arrivals from each of the e barriers. Nothing is ever reset, so back-to-back barriers
+// Each PE's arrival counter only grows: every call adds 1 to it on every member, and the caller
+// of the e-th call waits until its own counter reaches e * size. That count cannot come early:
+// a PE adds for call e + 1 only after it has left call e, so the first PE to leave call e saw size
+// arrivals from each of the e calls. Nothing is reset while the group lives, so back-to-back calls
 // have no reset race, and a later launch carries on from the counts in the heap.
-MORI_DEVICE void barrier_all_leader() {
+template <bool kQuiet>
+MORI_DEVICE void sync_leader(const char* call, const SyncGroup& g) {
   using platform::MemOrder;
   using platform::MemScope;
-  constexpr const char* kCall = "barrier_all";
-  const int n = state::pe_count(), me = state::this_pe();
+  const int me = state::this_pe();
   // Prevents a peer from passing the barrier while this PE's puts and AMOs are still in flight:
   // quiet completes them, and on P2P its release fence also orders them (and every earlier store)
-  // before the arrival AMOs below, which the waiters' acquire loads pair with.
-  quiet();
-  uint64_t* epoch_word = internal_word(kBarrierEpoch);
+  // before the arrival AMOs below, which the waiters' acquire loads pair with. A sync orders the
+  // stores alone.
+  if constexpr (kQuiet)
+    quiet();
+  else
+    platform::fence<MemOrder::Release, MemScope::System>();
+  uint64_t* epoch_word = internal_word(g.epoch_word);
   const uint64_t epoch = *epoch_word + 1;
   *epoch_word = epoch;
-  for (int i = 1; i <= n; ++i) {  // peers first, from the next PE on, so PEs spread their AMOs
-    const int pe = (me + i) % n;
-    const state::RemoteTarget t = internal_target(kBarrierArrivals, pe);
-    transport::with_transport(kCall, pe, [&]<typename Tr>() {
-      Tr::template amo<uint64_t>(kCall, AMO_SIGNAL_ADD, t, 1, 0);
+  for (int i = 1; i <= g.size; ++i) {  // peers first, from the next one on, to spread the AMOs
+    const int pe = g.start + (g.my_index + i) % g.size * g.stride;
+    const state::RemoteTarget t = internal_target(g.arrivals_word, pe);
+    transport::with_transport(call, pe, [&]<typename Tr>() {
+      Tr::template amo<uint64_t>(call, AMO_SIGNAL_ADD, t, 1, 0);
     });
   }
-  const uint64_t* arrivals = internal_word(kBarrierArrivals);
-  const uint64_t pes = static_cast<uint64_t>(n), target = epoch * pes;
+  const uint64_t* arrivals = internal_word(g.arrivals_word);
+  const uint64_t pes = static_cast<uint64_t>(g.size), target = epoch * pes;
   // Acquire: pairs with each PE's release before its arrival AMO, so that what every PE wrote
   // before the barrier is visible here after it (an AMO add continues the release sequence).
   auto count = [&] { return platform::atomic_load<MemOrder::Acquire, MemScope::System>(arrivals); };
-  state::spin_until([&] { return count() >= target; },
-                    [&] {
-                      const uint64_t seen = count(), before = target - pes;
-                      state::fail({state::DeviceErrorCode::kTimeout, me,
-                                   reinterpret_cast<uint64_t>(arrivals), seen},
-                                  [&](state::Message& m) {
-                                    state::timeout_prefix(m, kCall);
-                                    m << (seen > before ? seen - before : 0) << " of " << n
-                                      << " PEs arrived (epoch " << epoch << ", PE " << me << ")";
-                                  });
-                    });
+  state::spin_until(
+      [&] { return count() >= target; },
+      [&] {
+        const uint64_t seen = count(), before = target - pes;
+        state::fail(
+            {state::DeviceErrorCode::kTimeout, me, reinterpret_cast<uint64_t>(arrivals), seen},
+            [&](state::Message& m) {
+              state::timeout_prefix(m, call);
+              m << (seen > before ? seen - before : 0) << " of " << g.size << " PEs";
+              if (g.team >= 0) m << " of team " << g.team;
+              m << " arrived (epoch " << epoch << ", PE " << me << ")";
+            });
+      });
 }
 
-}  // namespace detail
-
-template <Scope S = Thread>
-MORI_DEVICE void barrier_all() {
+// A collective of scope S whose cross-PE half `leader` runs on the scope's leader.
+template <Scope S, typename Leader>
+MORI_DEVICE void scoped_sync(Leader&& leader) {
   using platform::MemOrder;
   using platform::MemScope;
   constexpr bool kShared = !std::is_same_v<S, Thread>;
@@ -108,11 +128,22 @@ MORI_DEVICE void barrier_all() {
   // fence and AMOs order its own stores only, and the scope's sync orders at the scope's level.
   if constexpr (kShared) platform::fence<MemOrder::Release, MemScope::System>();
   S::sync();
-  if (S::leader()) detail::barrier_all_leader();
+  if (S::leader()) leader();
   S::sync();
   // Prevents this participant from reading peers' memory from before the barrier: the leader's
   // acquire covers the leader; this extends it to every participant at system scope.
   if constexpr (kShared) platform::fence<MemOrder::Acquire, MemScope::System>();
+}
+
+}  // namespace detail
+
+template <Scope S = Thread>
+MORI_DEVICE void barrier_all() {
+  detail::scoped_sync<S>([] {
+    detail::sync_leader<true>("barrier_all",
+                              {0, 1, state::pe_count(), state::this_pe(), detail::kBarrierArrivals,
+                               detail::kBarrierEpoch, state::kTeamInvalid});
+  });
 }
 
 }  // namespace mori::shmem

@@ -13,5 +13,6 @@
 #include "mori/shmem/strided.hpp"
 #include "mori/shmem/symm_obj.hpp"
 #include "mori/shmem/sync.hpp"
+#include "mori/shmem/team.hpp"
 #include "mori/shmem/vocabulary.hpp"
 #include "mori/shmem/wait.hpp"

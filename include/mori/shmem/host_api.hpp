@@ -7,13 +7,15 @@
 //
 // Collective calls, which every PE makes with the same arguments in the same order: init,
 // init_attr, finalize, malloc, malloc_align, ext_malloc_with_flags, calloc, realloc, free,
-// buffer_register, buffer_register_symmetric, buffer_deregister, barrier_all.
+// buffer_register, buffer_register_symmetric, buffer_deregister, barrier_all. Collective over a
+// team (its parent's PEs for a split): team_split_strided, team_split_2d, team_destroy.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "mori/shmem/unique_id.hpp"
+#include "mori/state/team.hpp"
 
 namespace mori::shmem {
 
@@ -100,6 +102,46 @@ int ext_free_shareable(void* ptr);  // nullptr is a no-op
 // my_pe's heap), or 0 when dest_pe is not P2P-reachable (another node, MORI_DISABLE_P2P) or ptr is
 // not symmetric.
 uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe);
+
+// ---- teams (OpenSHMEM 1.5, section 9.4) -------------------------------------------------------
+// A team is a small index (state/team.hpp): kTeamWorld, kTeamShared and kTeamSameLocalIndex are
+// predefined; splits make others, at most MORI_SHMEM_MAX_TEAMS (default 64) live on a PE, the
+// predefined ones included. kTeamInvalid is the spec's SHMEM_TEAM_INVALID.
+using state::kTeamInvalid;
+using state::kTeamSameLocalIndex;
+using state::kTeamShared;
+using state::kTeamWorld;
+using state::Team;
+
+// shmem_team_config_t. mori has no communication contexts, so num_contexts is accepted and has no
+// effect.
+struct TeamConfig {
+  int num_contexts = 0;
+};
+inline constexpr long kTeamNumContexts = 1;  // SHMEM_TEAM_NUM_CONTEXTS, the config_mask bit
+
+// This PE's number in `team`, its size, and src_team's PE src_pe as a PE of dest_team: -1 for a
+// team that is invalid on this PE (or a PE not in dest_team), and before init.
+int team_my_pe(Team team);
+int team_n_pes(Team team);
+int team_translate_pe(Team src_team, int src_pe, Team dest_team);
+// Collective over `parent`: the new team holds the parent's PEs start, start + stride, ...,
+// (size of them, numbered in that order). *new_team gets it on its members and kTeamInvalid on the
+// parent's other PEs. 0 on success; on a bad argument (start outside the parent, stride or size
+// below 1, a last PE past the parent's end, an invalid parent) or past MORI_SHMEM_MAX_TEAMS, every
+// PE of the parent fails with the reason and gets kTeamInvalid.
+int team_split_strided(Team parent, int start, int stride, int size, const TeamConfig* config,
+                       long config_mask, Team* new_team);
+// Collective over `parent`: its PEs as a grid xrange wide (a larger xrange counts as the parent's
+// size), row by row. *xaxis_team gets this PE's row (the PEs with its y coordinate, numbered by
+// x), *yaxis_team its column. Errors as team_split_strided (xrange below 1), and then neither team
+// is made.
+int team_split_2d(Team parent, int xrange, const TeamConfig* xaxis_config, long xaxis_mask,
+                  Team* xaxis_team, const TeamConfig* yaxis_config, long yaxis_mask,
+                  Team* yaxis_team);
+// Collective over `team`, after every member's device work with it is done; frees its index. The
+// predefined teams cannot be destroyed; kTeamInvalid is a no-op.
+int team_destroy(Team team);
 
 // ---- synchronisation and modules ----------------------------------------------------------------
 // Every PE waits for all others; memory writes made before the barrier are visible to all PEs

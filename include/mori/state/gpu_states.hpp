@@ -9,12 +9,13 @@
 
 #include "mori/platform/macros.hpp"
 #include "mori/state/rdma_endpoint.hpp"
+#include "mori/state/team.hpp"
 
 namespace mori::state {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
-inline constexpr uint32_t kGpuStatesAbiVersion = 2;
+inline constexpr uint32_t kGpuStatesAbiVersion = 3;
 
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
@@ -118,7 +119,12 @@ struct GpuStates {
   uint64_t timeout_ns;  // deadline of every device wait (MORI_SHMEM_TIMEOUT_MS); 0 waits forever
   uint8_t nic;          // Nic of rdma_endpoints
   uint8_t pad[7];
-  uint64_t reserved[5];
+  // [max_teams] this PE's team table, indexed by Team (state/team.hpp); entries change in place as
+  // teams are made and destroyed, so the pointer stays valid from init to finalize.
+  const TeamDescriptor* teams;
+  int32_t max_teams;  // MORI_SHMEM_MAX_TEAMS
+  uint32_t pad2;
+  uint64_t reserved[3];
 };
 static_assert(sizeof(GpuStates) == 176,
               "GpuStates is the runtime/device ABI: bump kGpuStatesAbiVersion");
