@@ -31,6 +31,7 @@ constexpr const char* kVariables[] = {
     "MORI_SHMEM_PES_PER_NODE",
     "MORI_BNXT_DV_LIB",
     "MORI_IONIC_DV_LIB",
+    "MORI_SHMEM_MAX_TEAMS",
 };
 
 // Clears every variable load() reads, applies `values`, and puts the environment back as it was
@@ -148,6 +149,7 @@ TEST_CASE("env: load with nothing set gives the defaults") {
   CHECK(s.num_qp_per_pe == 4);
   CHECK(s.bootstrap_timeout == std::chrono::seconds(30));
   CHECK(s.timeout_ms == 0);
+  CHECK(s.max_teams == 64);
 #ifdef NDEBUG
   CHECK_FALSE(s.check_symmetry);
 #else
@@ -303,6 +305,7 @@ TEST_CASE("env: each limit is accepted exactly and refused one past it") {
     if (variable == "MORI_SHMEM_PES_PER_NODE") return static_cast<uint64_t>(s.pes_per_node);
     if (variable == "MORI_IB_GID_INDEX") return static_cast<uint64_t>(s.ib_gid_index);
     if (variable == "MORI_RDMA_SQ_WQES") return s.rdma_sq_wqes;
+    if (variable == "MORI_SHMEM_MAX_TEAMS") return static_cast<uint64_t>(s.max_teams);
     FAIL("no field for " << variable);
     return 0;
   };
@@ -324,6 +327,8 @@ TEST_CASE("env: each limit is accepted exactly and refused one past it") {
       {"MORI_IB_GID_INDEX", "255", 255},
       {"MORI_RDMA_SQ_WQES", "16", 16},
       {"MORI_RDMA_SQ_WQES", "65536", 65536},
+      {"MORI_SHMEM_MAX_TEAMS", "3", 3},
+      {"MORI_SHMEM_MAX_TEAMS", "4064", 4064},
   };
   for (const auto& [variable, text, value] : accepted) {
     CAPTURE(variable);
@@ -349,6 +354,10 @@ TEST_CASE("env: each limit is accepted exactly and refused one past it") {
        "MORI_RDMA_SQ_WQES=\"15\" is too small: the least accepted is 16"},
       {{"MORI_RDMA_SQ_WQES", "65537"},
        "MORI_RDMA_SQ_WQES=\"65537\" is too large: the most accepted is 65536"},
+      {{"MORI_SHMEM_MAX_TEAMS", "2"},
+       "MORI_SHMEM_MAX_TEAMS=\"2\" is too small: the least accepted is 3"},
+      {{"MORI_SHMEM_MAX_TEAMS", "4065"},
+       "MORI_SHMEM_MAX_TEAMS=\"4065\" is too large: the most accepted is 4064"},
   };
   for (const auto& [setting, expected] : refused) {
     CAPTURE(setting.first);
