@@ -10,12 +10,18 @@
 namespace mori::shmem::abi {
 
 // The queries read the device state of the code object they are linked into, as on a GPU. (On the
-// host backend shmem::my_pe(), n_pes() and ptr_p2p() are the host API's, which read the runtime's
+// host backend shmem::my_pe(), n_pes(), ptr_p2p() and the team queries are the host API's, which read the runtime's
 // state and live in libmori_shmem: a module must not depend on either.)
 MORI_DEVICE int my_pe() { return state::this_pe(); }
 MORI_DEVICE int n_pes() { return state::pe_count(); }
 MORI_DEVICE uint64_t ptr_p2p(uint64_t dest, int caller_pe, int dest_pe) {
   return detail::device_ptr_p2p(dest, caller_pe, dest_pe);
+}
+
+MORI_DEVICE int team_my_pe(int team) { return detail::device_team_my_pe(team); }
+MORI_DEVICE int team_n_pes(int team) { return detail::device_team_n_pes(team); }
+MORI_DEVICE int team_translate_pe(int src_team, int src_pe, int dest_team) {
+  return detail::device_team_translate_pe(src_team, src_pe, dest_team);
 }
 
 MORI_DEVICE uint64_t ptr(uint64_t dest, int pe) {

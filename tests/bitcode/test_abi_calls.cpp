@@ -341,4 +341,21 @@ TEST_CASE("abi.query_barrier") {
   });
   launch({1}, {1}, [&] { CHECK(barrier_thread() == 0); });
   shmem::free(x);
+  // Teams: the module's own device state carries the team table (module_init copies its address).
+  auto* team_my_pe = fn<int(int)>("mori_shmem_team_my_pe");
+  auto* team_n_pes = fn<int(int)>("mori_shmem_team_n_pes");
+  auto* team_translate_pe = fn<int(int, int, int)>("mori_shmem_team_translate_pe");
+  auto* team_sync_block = fn<int(int)>("mori_shmem_team_sync_block");
+  auto* team_barrier_warp = fn<int(int)>("mori_shmem_team_barrier_warp");
+  auto* team_barrier_thread = fn<int(int)>("mori_shmem_team_barrier_thread");
+  launch({1}, {1}, [&] {
+    CHECK(team_my_pe(shmem::kTeamWorld) == s.me);
+    CHECK(team_n_pes(shmem::kTeamWorld) == s.n);
+    CHECK(team_my_pe(shmem::kTeamInvalid) == -1);
+    CHECK(team_translate_pe(shmem::kTeamWorld, s.next, shmem::kTeamWorld) == s.next);
+    CHECK(team_translate_pe(shmem::kTeamWorld, s.next, shmem::kTeamInvalid) == -1);
+  });
+  launch({1}, {4}, [&] { CHECK(team_sync_block(shmem::kTeamWorld) == 0); });
+  launch({1}, {64}, [&] { CHECK(team_barrier_warp(shmem::kTeamWorld) == 0); });
+  launch({1}, {1}, [&] { CHECK(team_barrier_thread(shmem::kTeamWorld) == 0); });
 }
