@@ -42,6 +42,12 @@ int query(int value) {
   return value;
 }
 
+// Team queries: -1 is an answer (an invalid team), a failure only with a reason (before init).
+int team_query(int value) {
+  if (value < 0 && *shmem::last_error()) raise_last_error();
+  return value;
+}
+
 // 1 / 0 answers: 0 is a failure only when the call gave a reason (before init).
 int predicate(int value) {
   if (value == 0 && *shmem::last_error()) raise_last_error();
@@ -208,6 +214,51 @@ PYBIND11_MODULE(_mori_shmem, m) {
   m.def(
       "shmem_barrier_all", [] { check(shmem::barrier_all()); }, Released(),
       "Collective. Writes before it are visible to every PE after it.");
+  m.attr("MORI_SHMEM_TEAM_INVALID") = shmem::kTeamInvalid;
+  m.attr("MORI_SHMEM_TEAM_WORLD") = shmem::kTeamWorld;
+  m.attr("MORI_SHMEM_TEAM_SHARED") = shmem::kTeamShared;
+  m.attr("MORI_SHMEM_TEAM_SAME_LOCAL_INDEX") = shmem::kTeamSameLocalIndex;
+  m.def(
+      "shmem_team_my_pe", [](int team) { return team_query(shmem::team_my_pe(team)); },
+      py::arg("team"), "This PE's number in the team; -1 if the team is invalid here.");
+  m.def(
+      "shmem_team_n_pes", [](int team) { return team_query(shmem::team_n_pes(team)); },
+      py::arg("team"), "The team's size; -1 if the team is invalid here.");
+  m.def(
+      "shmem_team_translate_pe",
+      [](int src_team, int src_pe, int dest_team) {
+        return team_query(shmem::team_translate_pe(src_team, src_pe, dest_team));
+      },
+      py::arg("src_team"), py::arg("src_pe"), py::arg("dest_team"),
+      "src_team's PE src_pe as a PE of dest_team; -1 if it is none.");
+  m.def(
+      "shmem_team_split_strided",
+      [](int parent, int start, int stride, int size) {
+        shmem::Team team = shmem::kTeamInvalid;
+        check(shmem::team_split_strided(parent, start, stride, size, nullptr, 0, &team));
+        return team;
+      },
+      Released(), py::arg("parent"), py::arg("start"), py::arg("stride"), py::arg("size"),
+      "Collective over the parent: the new team, or MORI_SHMEM_TEAM_INVALID on the parent's PEs "
+      "outside it.");
+  m.def(
+      "shmem_team_split_2d",
+      [](int parent, int xrange) {
+        shmem::Team x = shmem::kTeamInvalid, y = shmem::kTeamInvalid;
+        int rc = 0;
+        {
+          py::gil_scoped_release released;  // collective: peers' Python bootstraps need the GIL
+          rc = shmem::team_split_2d(parent, xrange, nullptr, 0, &x, nullptr, 0, &y);
+        }
+        check(rc);
+        return py::make_tuple(x, y);
+      },
+      py::arg("parent"), py::arg("xrange"),
+      "Collective over the parent: (xaxis_team, yaxis_team), this PE's row and column of the "
+      "parent's PEs laid out xrange wide.");
+  m.def(
+      "shmem_team_destroy", [](int team) { check(shmem::team_destroy(team)); }, Released(),
+      py::arg("team"), "Collective over the team.");
   m.def(
       "shmem_module_init",
       [](uint64_t module) { return check(shmem::module_init(as_pointer(module))); },

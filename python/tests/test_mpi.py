@@ -36,6 +36,30 @@ def store_path():
             os.remove(path)
 
 
+def check_teams(rank, world_size):
+    """The team API on every PE: a strided split, a split of it over its members only (over the
+    unique-ID bootstrap, a TCP star of its own), split_2d, the invalid team, an error, destroy."""
+    s = mori.shmem
+    world, invalid = s.MORI_SHMEM_TEAM_WORLD, s.MORI_SHMEM_TEAM_INVALID
+    assert (s.shmem_team_my_pe(world), s.shmem_team_n_pes(world)) == (rank, world_size)
+    odds = s.shmem_team_split_strided(world, 1, 2, world_size // 2)
+    if rank % 2:
+        assert (s.shmem_team_my_pe(odds), s.shmem_team_n_pes(odds)) == (rank // 2, world_size // 2)
+        assert s.shmem_team_translate_pe(odds, 0, world) == 1
+        last = s.shmem_team_split_strided(odds, world_size // 2 - 1, 1, 1)
+        assert s.shmem_team_my_pe(last) == (0 if rank == world_size - 1 else -1)
+        s.shmem_team_destroy(last)
+    else:
+        assert odds == invalid and s.shmem_team_my_pe(odds) == -1
+    assert s.shmem_team_translate_pe(world, rank, invalid) == -1
+    row, column = s.shmem_team_split_2d(world, 2)
+    assert (s.shmem_team_my_pe(row), s.shmem_team_my_pe(column)) == (rank % 2, rank // 2)
+    with pytest.raises(RuntimeError, match="team_split_strided: stride 0 is not positive"):
+        s.shmem_team_split_strided(world, 0, 0, 1)
+    for team in (odds, row, column):
+        s.shmem_team_destroy(team)
+
+
 def test_method1_torch_process_group(store_path):
     guide_flow.method1_torch_group(RANK, WORLD_SIZE, f"file://{store_path}")
     guide_flow.quick_reference(RANK, WORLD_SIZE)
@@ -51,6 +75,7 @@ def test_method2_unique_id(store_path):
 
     guide_flow.method2_unique_id(RANK, WORLD_SIZE, share)
     guide_flow.quick_reference(RANK, WORLD_SIZE)
+    check_teams(RANK, WORLD_SIZE)
     assert mori.shmem.shmem_finalize() == 0
 
 
@@ -58,4 +83,5 @@ def test_mpi_comm_world():
     # Python has no MPI_Comm to pass: the flag means MPI_COMM_WORLD, rank and size come from MPI.
     mori.shmem.shmem_init_attr(mori.shmem.MORI_SHMEM_INIT_WITH_MPI_COMM, RANK, WORLD_SIZE, None)
     guide_flow.quick_reference(RANK, WORLD_SIZE)
+    check_teams(RANK, WORLD_SIZE)
     assert mori.shmem.shmem_finalize() == 0

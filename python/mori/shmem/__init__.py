@@ -3,7 +3,8 @@
 Every name of the guide is here with its meaning. Addresses are ``int``. A call that fails raises
 ``RuntimeError`` with the runtime's one-line reason, e.g. ``malloc_align: alignment 3 is not a
 power of two``; nothing exits the process. Collective calls (init, finalize, malloc*, free,
-buffer_(de)register, barrier_all) must be made by every PE in the same order.
+buffer_(de)register, barrier_all) must be made by every PE in the same order; the team splits by
+every PE of the parent team, team_destroy by every PE of the team.
 
 Added to the guide: ``register_process_group`` (torch 1.13 has no process-group registry) and
 ``tensor`` (a ``torch.Tensor`` view of symmetric memory).
@@ -12,6 +13,10 @@ Added to the guide: ``register_process_group`` (torch 1.13 has no process-group 
 from mori._mori_shmem import (
     MORI_SHMEM_INIT_WITH_MPI_COMM,
     MORI_SHMEM_INIT_WITH_UNIQUEID,
+    MORI_SHMEM_TEAM_INVALID,
+    MORI_SHMEM_TEAM_SAME_LOCAL_INDEX,
+    MORI_SHMEM_TEAM_SHARED,
+    MORI_SHMEM_TEAM_WORLD,
     backend,
     shmem_addr_accessible,
     shmem_barrier_all,
@@ -37,6 +42,12 @@ from mori._mori_shmem import (
     shmem_pe_accessible,
     shmem_ptr_p2p,
     shmem_realloc,
+    shmem_team_destroy,
+    shmem_team_my_pe,
+    shmem_team_n_pes,
+    shmem_team_split_2d,
+    shmem_team_split_strided,
+    shmem_team_translate_pe,
     version,
 )
 from mori.shmem.process_group import register_process_group, shmem_torch_process_group_init
@@ -45,6 +56,10 @@ from mori.shmem.tensor import tensor
 __all__ = [
     "MORI_SHMEM_INIT_WITH_MPI_COMM",
     "MORI_SHMEM_INIT_WITH_UNIQUEID",
+    "MORI_SHMEM_TEAM_INVALID",
+    "MORI_SHMEM_TEAM_SAME_LOCAL_INDEX",
+    "MORI_SHMEM_TEAM_SHARED",
+    "MORI_SHMEM_TEAM_WORLD",
     "backend",
     "register_process_group",
     "shmem_addr_accessible",
@@ -71,6 +86,12 @@ __all__ = [
     "shmem_pe_accessible",
     "shmem_ptr_p2p",
     "shmem_realloc",
+    "shmem_team_destroy",
+    "shmem_team_my_pe",
+    "shmem_team_n_pes",
+    "shmem_team_split_2d",
+    "shmem_team_split_strided",
+    "shmem_team_translate_pe",
     "shmem_torch_process_group_init",
     "tensor",
     "version",
