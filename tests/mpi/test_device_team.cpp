@@ -138,6 +138,18 @@ TEST_CASE_TEMPLATE("team_barrier and team_sync order the members' writes", S, Th
   REQUIRE(shmem::barrier_all() == 0);
 }
 
+TEST_CASE("team_barrier: a PE outside the team is not waited for") {
+  Session s;
+  Buffers b;
+  Team rest = shmem::kTeamInvalid;  // every PE but PE 0, which launches nothing meanwhile
+  REQUIRE(shmem::team_split_strided(shmem::kTeamWorld, 1, 1, s.n - 1, nullptr, 0, &rest) == 0);
+  if (s.me != 0) {
+    CHECK(rounds_on<Block>(rest, b, 10) == 0);
+    CHECK(shmem::team_destroy(rest) == 0);
+  }
+  REQUIRE(shmem::barrier_all() == 0);
+}
+
 TEST_CASE("team_split_2d: the row and the column sync in one kernel") {
   Session s;
   Team row = shmem::kTeamInvalid, column = shmem::kTeamInvalid;
