@@ -67,6 +67,7 @@ struct Runtime {
   std::vector<state::TeamDescriptor> teams;
   DeviceArray d_teams;
   std::vector<std::shared_ptr<bootstrap::Bootstrap>> team_boots;
+  std::vector<int> team_contexts;  // each team's TeamConfig::num_contexts, for team_get_config
   std::vector<void*> modules;  // modules given to module_init: republished on every state change
 
   state::GpuStates states{};

@@ -132,6 +132,7 @@ Status join_team(Runtime& rt, const std::shared_ptr<bootstrap::Bootstrap>& paren
 
 Status clear_team(Runtime& rt, Team team) {
   rt.team_boots[team].reset();
+  rt.team_contexts[team] = 0;
   return set_team(rt, team, TeamDescriptor{});
 }
 
@@ -163,6 +164,7 @@ Status init_teams(Runtime& rt) {
   }
   rt.teams.assign(max_teams, TeamDescriptor{});
   rt.team_boots.assign(max_teams, nullptr);
+  rt.team_contexts.assign(max_teams, 0);
   MORI_TRY(rt.d_teams.upload(rt.teams.data(), rt.teams.size() * sizeof(TeamDescriptor)));
 
   // The world's bootstrap stays the runtime's: the team holds it without owning it.

@@ -34,11 +34,21 @@ TeamDescriptor strided_child(const TeamDescriptor& parent, int start, int stride
   return mine < 0 ? TeamDescriptor{} : TeamDescriptor{child.start, child.stride, size, mine};
 }
 
-Status check_config(const char* axis, long mask) {
-  if ((mask & ~kTeamNumContexts) == 0) return {};
-  return Status::error(std::string(axis) + "config_mask " + std::to_string(mask) +
-                       " has bits other than kTeamNumContexts (" +
-                       std::to_string(kTeamNumContexts) + ")");
+Status check_config(const char* axis, const TeamConfig* config, long mask) {
+  if ((mask & ~kTeamNumContexts) != 0) {
+    return Status::error(std::string(axis) + "config_mask " + std::to_string(mask) +
+                         " has bits other than kTeamNumContexts (" +
+                         std::to_string(kTeamNumContexts) + ")");
+  }
+  if (mask && !config)
+    return Status::error(std::string(axis) + "config is null but " + axis + "config_mask is not 0");
+  return {};
+}
+
+// What team_get_config reports for a team made with (config, mask): 0 unless the mask selects it.
+void keep_config(Runtime& rt, Team team, const TeamConfig* config, long mask) {
+  if (team != kTeamInvalid)
+    rt.team_contexts[team] = mask & kTeamNumContexts ? config->num_contexts : 0;
 }
 
 // The parent's table entry, or an error naming why it cannot be split.
@@ -83,8 +93,8 @@ int team_translate_pe(Team src_team, int src_pe, Team dest_team) {
                                src_pe, dest_team);
 }
 
-int team_split_strided(Team parent, int start, int stride, int size, const TeamConfig*, long mask,
-                       Team* new_team) {
+int team_split_strided(Team parent, int start, int stride, int size, const TeamConfig* config,
+                       long mask, Team* new_team) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "team_split_strided";
@@ -95,16 +105,18 @@ int team_split_strided(Team parent, int start, int stride, int size, const TeamC
   const TeamDescriptor* p = nullptr;
   Status s = parent_of(*rt, parent, &p);
   if (s.ok()) s = check_strided(start, stride, size, p->size);
-  if (s.ok()) s = check_config("", mask);
+  if (s.ok()) s = check_config("", config, mask);
   if (s.ok()) {
     s = runtime::join_team(*rt, rt->team_boots[parent], strided_child(*p, start, stride, size),
                            kTeamInvalid, new_team);
   }
+  if (s.ok()) keep_config(*rt, *new_team, config, mask);
   return s.ok() ? 0 : report(kApi, s);
 }
 
-int team_split_2d(Team parent, int xrange, const TeamConfig*, long xaxis_mask, Team* xaxis_team,
-                  const TeamConfig*, long yaxis_mask, Team* yaxis_team) {
+int team_split_2d(Team parent, int xrange, const TeamConfig* xaxis_config, long xaxis_mask,
+                  Team* xaxis_team, const TeamConfig* yaxis_config, long yaxis_mask,
+                  Team* yaxis_team) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "team_split_2d";
@@ -116,8 +128,8 @@ int team_split_2d(Team parent, int xrange, const TeamConfig*, long xaxis_mask, T
   Status s = parent_of(*rt, parent, &p);
   if (s.ok() && xrange < 1)
     s = Status::error("xrange " + std::to_string(xrange) + " is not positive");
-  if (s.ok()) s = check_config("xaxis_", xaxis_mask);
-  if (s.ok()) s = check_config("yaxis_", yaxis_mask);
+  if (s.ok()) s = check_config("xaxis_", xaxis_config, xaxis_mask);
+  if (s.ok()) s = check_config("yaxis_", yaxis_config, yaxis_mask);
   if (!s.ok()) return report(kApi, s);
   // OpenSHMEM 1.5: an xrange past the parent's size is the parent's size. This PE is at
   // (x, y) = (my_pe % xrange, my_pe / xrange); its row starts at y * xrange, its column at x.
@@ -133,7 +145,24 @@ int team_split_2d(Team parent, int xrange, const TeamConfig*, long xaxis_mask, T
     (void)runtime::clear_team(*rt, *xaxis_team);
     *xaxis_team = kTeamInvalid;
   }
-  return s.ok() ? 0 : report(kApi, s);
+  if (!s.ok()) return report(kApi, s);
+  keep_config(*rt, *xaxis_team, xaxis_config, xaxis_mask);
+  keep_config(*rt, *yaxis_team, yaxis_config, yaxis_mask);
+  return 0;
+}
+
+int team_get_config(Team team, long config_mask, TeamConfig* config) {
+  runtime::clear_error();
+  constexpr const char* kApi = "team_get_config";
+  Runtime* rt = runtime::require(kApi);
+  if (!rt) return -1;
+  if (Status s = check_config("", config, config_mask); !s.ok()) return report(kApi, s);
+  if (!entry(rt, team)) {
+    return report(kApi, "team " + std::to_string(team) + " is not a valid team on PE " +
+                            std::to_string(rt->rank));
+  }
+  if (config_mask & kTeamNumContexts) config->num_contexts = rt->team_contexts[team];
+  return 0;
 }
 
 int team_destroy(Team team) {

@@ -184,3 +184,33 @@ TEST_CASE("MORI_SHMEM_MAX_TEAMS sets the limit; out of range, init refuses it") 
         shmem::last_error());
   }
 }
+
+TEST_CASE("team_get_config: the num_contexts a split kept; errors on a bad team or config") {
+  Session s;
+  shmem::TeamConfig config{5};
+  Team t = shmem::kTeamInvalid;
+  REQUIRE(shmem::team_split_strided(shmem::kTeamWorld, 0, 1, s.n, &config, shmem::kTeamNumContexts,
+                                    &t) == 0);
+  shmem::TeamConfig got{-1};
+  CHECK(shmem::team_get_config(t, shmem::kTeamNumContexts, &got) == 0);
+  CHECK(got.num_contexts == 5);
+  got.num_contexts = -1;
+  CHECK(shmem::team_get_config(shmem::kTeamWorld, 0, &got) == 0);  // nothing selected
+  CHECK(got.num_contexts == -1);
+  CHECK(shmem::team_get_config(shmem::kTeamWorld, shmem::kTeamNumContexts, &got) == 0);
+  CHECK(got.num_contexts == 0);
+  CHECK(shmem::team_get_config(shmem::kTeamInvalid, shmem::kTeamNumContexts, &got) != 0);
+  CHECK(std::string(shmem::last_error()) ==
+        "team_get_config: team -1 is not a valid team on PE " + std::to_string(s.me));
+  CHECK(shmem::team_get_config(t, shmem::kTeamNumContexts, nullptr) != 0);
+  CHECK(std::string(shmem::last_error()) ==
+        "team_get_config: config is null but config_mask is not 0");
+  Team refused = 0;
+  CHECK(shmem::team_split_strided(shmem::kTeamWorld, 0, 1, 1, nullptr, shmem::kTeamNumContexts,
+                                  &refused) != 0);
+  CHECK(refused == shmem::kTeamInvalid);
+  CHECK(std::string(shmem::last_error()) ==
+        "team_split_strided: config is null but config_mask is not 0");
+  CHECK(shmem::team_destroy(t) == 0);
+  REQUIRE(shmem::barrier_all() == 0);
+}

@@ -113,8 +113,8 @@ using state::kTeamShared;
 using state::kTeamWorld;
 using state::Team;
 
-// shmem_team_config_t. mori has no communication contexts, so num_contexts is accepted and has no
-// effect.
+// shmem_team_config_t. mori has no communication contexts, so num_contexts is accepted, kept for
+// team_get_config, and has no other effect.
 struct TeamConfig {
   int num_contexts = 0;
 };
@@ -139,6 +139,10 @@ int team_split_strided(Team parent, int start, int stride, int size, const TeamC
 int team_split_2d(Team parent, int xrange, const TeamConfig* xaxis_config, long xaxis_mask,
                   Team* xaxis_team, const TeamConfig* yaxis_config, long yaxis_mask,
                   Team* yaxis_team);
+// As shmem_team_get_config: writes the fields `config_mask` selects (kTeamNumContexts: the
+// num_contexts the team was made with, 0 if its mask did not select it). 0, or -1 with the reason
+// for a team invalid on this PE or a null config with a nonzero mask.
+int team_get_config(Team team, long config_mask, TeamConfig* config);
 // Collective over `team`, after every member's device work with it is done; frees its index. The
 // predefined teams cannot be destroyed; kTeamInvalid is a no-op.
 int team_destroy(Team team);
