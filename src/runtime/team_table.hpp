@@ -24,7 +24,7 @@ Status join_team(Runtime& rt, const std::shared_ptr<bootstrap::Bootstrap>& paren
 Status clear_team(Runtime& rt, state::Team team);
 
 // Allocates the table and makes the predefined teams: collective over the world, at init, after
-// the transports are known. `local_rank` is this PE's index among its node's PEs.
+// the transports and rt.local_rank are known.
 Status init_teams(Runtime& rt);
 
 }  // namespace mori::runtime
