@@ -26,6 +26,11 @@ class PyBootstrap final : public bootstrap::Bootstrap {
   Status alltoall(const void* send, void* recv, size_t bytes) override;
   Status barrier() override;
   Status broadcast(void* buf, size_t bytes, int root) override;
+  // Teams' groups: new TCP bootstraps whose unique IDs travel over the process group.
+  Status split(int color, int key, std::chrono::milliseconds timeout,
+               std::unique_ptr<bootstrap::Bootstrap>* out) override {
+    return bootstrap::split_over_tcp(*this, color, key, timeout, out);
+  }
 
  private:
   pybind11::object channel_;

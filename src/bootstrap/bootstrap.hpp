@@ -31,12 +31,18 @@ class Bootstrap {
   // As MPI_Comm_split: the ranks that pass the same color >= 0 form a new bootstrap, ranked by
   // (key, rank here); a rank passing a negative color gets null. Teams use it (runtime/teams.cpp):
   // a split of a team is collective over that team only, so each team needs its own bootstrap.
-  // This default works over any bootstrap: each new group's first rank makes a unique ID, the IDs
-  // are allgathered here, and each group joins a TCP bootstrap within `timeout` (a group of one
-  // needs no connection). The MPI bootstrap splits its communicator instead.
+  // The MPI bootstrap splits its communicator; the others split over TCP (split_over_tcp).
   virtual Status split(int color, int key, std::chrono::milliseconds timeout,
-                       std::unique_ptr<Bootstrap>* out);
+                       std::unique_ptr<Bootstrap>* out) = 0;
 };
+
+// Bootstrap::split over any bootstrap (split.cpp): each new group's first rank makes a unique ID,
+// the IDs are allgathered over `parent`, and each group joins a TCP bootstrap within `timeout` (a
+// group of one needs no connection). A free function, not the interface's default, so that every
+// member of Bootstrap is pure and a program with a bootstrap of its own (the verbs double's)
+// need not link the TCP bootstrap.
+Status split_over_tcp(Bootstrap& parent, int color, int key, std::chrono::milliseconds timeout,
+                      std::unique_ptr<Bootstrap>* out);
 
 // One rank alone: every collective is a local copy.
 std::unique_ptr<Bootstrap> make_solo_bootstrap();

@@ -1,4 +1,4 @@
-// Bootstrap::split over any bootstrap: new TCP bootstraps, one per group, whose unique IDs travel
+// split_over_tcp, Bootstrap::split over any bootstrap: new TCP bootstraps, one per group, whose unique IDs travel
 // over the parent.
 #include <algorithm>
 #include <cstdint>
@@ -9,16 +9,16 @@
 
 namespace mori::bootstrap {
 
-Status Bootstrap::split(int color, int key, std::chrono::milliseconds timeout,
-                        std::unique_ptr<Bootstrap>* out) {
+Status split_over_tcp(Bootstrap& parent, int color, int key, std::chrono::milliseconds timeout,
+                      std::unique_ptr<Bootstrap>* out) {
   out->reset();
   struct Member {
     int32_t color, key;
   };
-  const int n = size(), me = rank();
+  const int n = parent.size(), me = parent.rank();
   const Member mine{color, key};
   std::vector<Member> all(n);
-  MORI_TRY(allgather(&mine, all.data(), sizeof mine));
+  MORI_TRY(parent.allgather(&mine, all.data(), sizeof mine));
   std::vector<int> group;  // parent ranks of this rank's group, in the new order
   for (int r = 0; color >= 0 && r < n; ++r)
     if (all[r].color == color) group.push_back(r);
@@ -38,7 +38,7 @@ Status Bootstrap::split(int color, int key, std::chrono::milliseconds timeout,
     offer.made = made.ok();
   }
   std::vector<Offer> offers(n);
-  MORI_TRY(allgather(&offer, offers.data(), sizeof offer));
+  MORI_TRY(parent.allgather(&offer, offers.data(), sizeof offer));
   if (color < 0) return {};
   if (group.size() == 1) {
     *out = make_solo_bootstrap();

@@ -37,6 +37,9 @@ class SoloBootstrap final : public Bootstrap {
     }
     return {};
   }
+  Status split(int color, int key, milliseconds timeout, std::unique_ptr<Bootstrap>* out) override {
+    return split_over_tcp(*this, color, key, timeout, out);
+  }
 
  private:
   static Status copy(const void* send, void* recv, size_t bytes) {
@@ -142,6 +145,9 @@ class TcpBootstrap final : public Bootstrap {
         [&](int r) { return r == root ? data : nullptr; },
         [&](int, std::vector<uint8_t>*) { return static_cast<const void*>(data); },
         [&](int r) { return r == root ? uint64_t{0} : bytes; });
+  }
+  Status split(int color, int key, milliseconds timeout, std::unique_ptr<Bootstrap>* out) override {
+    return split_over_tcp(*this, color, key, timeout, out);
   }
 
  private:

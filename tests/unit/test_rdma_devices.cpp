@@ -73,6 +73,10 @@ class SoloBootstrap : public mori::bootstrap::Bootstrap {
   }
   mori::Status barrier() override { return {}; }
   mori::Status broadcast(void*, size_t, int) override { return {}; }
+  mori::Status split(int color, int key, std::chrono::milliseconds timeout,
+                     std::unique_ptr<mori::bootstrap::Bootstrap>* out) override {
+    return mori::bootstrap::split_over_tcp(*this, color, key, timeout, out);
+  }
   int calls = 0;
 };
 

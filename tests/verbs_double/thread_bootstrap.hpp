@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -42,6 +43,12 @@ class ThreadBootstrap : public mori::bootstrap::Bootstrap {
   mori::Status alltoall(const void* send, void* recv, size_t bytes) override;
   mori::Status barrier() override;
   mori::Status broadcast(void* buf, size_t bytes, int root) override;
+  // Teams are not set up over the double: its tests open the RDMA network only.
+  mori::Status split(int, int, std::chrono::milliseconds,
+                     std::unique_ptr<mori::bootstrap::Bootstrap>* out) override {
+    out->reset();
+    return mori::Status::error("verbs double: the thread bootstrap does not split");
+  }
 
  private:
   // Publishes `bytes` of `data` as this rank's slot, meets, lets `read` copy from all slots, and
