@@ -1,5 +1,5 @@
-// split_over_tcp, Bootstrap::split over any bootstrap: new TCP bootstraps, one per group, whose unique IDs travel
-// over the parent.
+// split_over_tcp: Bootstrap::split over any bootstrap, as new TCP bootstraps, one per group, whose
+// unique IDs travel over the parent.
 #include <algorithm>
 #include <cstdint>
 #include <string>

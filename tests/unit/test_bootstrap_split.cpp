@@ -1,4 +1,4 @@
-// Bootstrap::split over the TCP bootstrap (the default split, bootstrap/split.cpp), which teams use
+// Bootstrap::split of the TCP bootstrap (split_over_tcp, bootstrap/split.cpp), which teams use
 // when mori was initialised from a unique ID: four ranks, played by threads, split into groups
 // ordered by key, one group of one, and one rank that joins none; each new group's collectives then
 // reach its members only.
