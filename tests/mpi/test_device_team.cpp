@@ -35,24 +35,14 @@ void check_device_queries(Team team) {
   });
 }
 
-// Symmetric: slots[w] is written by world PE w (put from `src`, a registered buffer as RDMA
-// needs); own is this PE's word, read by peers with get into `fetched`.
+// Symmetric (GuardedSlots, which allocates and frees them): slots[w] is written by world PE w (put
+// from `src`, a registered buffer as RDMA needs); own is this PE's word, read by peers with get
+// into `fetched`.
 struct Buffers {
-  Buffers()
-      : slots(static_cast<uint64_t*>(shmem::malloc(kMaxPes * sizeof(uint64_t)))),
-        own(static_cast<uint64_t*>(shmem::malloc(sizeof(uint64_t)))),
-        src(1),
-        fetched(kMaxPes) {
-    REQUIRE(slots != nullptr);
-    REQUIRE(own != nullptr);
-  }
-  ~Buffers() {
-    CHECK(shmem::free(slots) == 0);
-    CHECK(shmem::free(own) == 0);
-  }
-  uint64_t* slots;
-  uint64_t* own;
-  Registered<uint64_t> src, fetched;
+  GuardedSlots<uint64_t> slot_words{1, kMaxPes}, own_word{1, 1};
+  uint64_t* slots = slot_words.slot(0);
+  uint64_t* own = own_word.slot(0);
+  Registered<uint64_t> src{1}, fetched{kMaxPes};
 };
 
 // `rounds` rounds on `team`: each member puts a round stamp to every member and team_barrier<S>;
