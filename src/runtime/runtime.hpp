@@ -61,13 +61,17 @@ struct Runtime {
   state::DeviceError* error = nullptr;                  // host-visible device-error record
   size_t internal_offset = 0;
   // The team table (state/team.hpp), [settings.max_teams]: this PE's copy, the device's (whose
-  // address GpuStates::teams publishes once; entries are written in place), and each live team's
-  // bootstrap, over which splits of that team run (runtime/teams.cpp). Team bootstraps may share
-  // one object (a team with the same members as its parent uses the parent's).
+  // address GpuStates::teams publishes once; entries are written in place), and what only the host
+  // keeps of each live team (runtime/teams.cpp).
+  struct TeamHost {
+    // Splits of the team run over it. Teams may share one (a team with the same members as its
+    // parent uses the parent's).
+    std::shared_ptr<bootstrap::Bootstrap> boot;
+    int num_contexts = 0;  // TeamConfig::num_contexts it was made with, for team_get_config
+  };
   std::vector<state::TeamDescriptor> teams;
   DeviceArray d_teams;
-  std::vector<std::shared_ptr<bootstrap::Bootstrap>> team_boots;
-  std::vector<int> team_contexts;  // each team's TeamConfig::num_contexts, for team_get_config
+  std::vector<TeamHost> team_host;
   std::vector<void*> modules;  // modules given to module_init: republished on every state change
 
   state::GpuStates states{};

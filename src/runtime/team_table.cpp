@@ -120,7 +120,7 @@ Status join_team(Runtime& rt, const std::shared_ptr<bootstrap::Bootstrap>& paren
   }
   if (index == state::kTeamInvalid) return {};
   MORI_TRY(set_team(rt, index, want));
-  rt.team_boots[index] = boot;
+  rt.team_host[index].boot = boot;
   // No member's sync may reach this PE's words before it has zeroed them.
   if (Status s = boot->barrier(); !s.ok()) {
     (void)clear_team(rt, index);
@@ -131,8 +131,7 @@ Status join_team(Runtime& rt, const std::shared_ptr<bootstrap::Bootstrap>& paren
 }
 
 Status clear_team(Runtime& rt, Team team) {
-  rt.team_boots[team].reset();
-  rt.team_contexts[team] = 0;
+  rt.team_host[team] = {};
   return set_team(rt, team, TeamDescriptor{});
 }
 
@@ -163,14 +162,13 @@ Status init_teams(Runtime& rt) {
     }
   }
   rt.teams.assign(max_teams, TeamDescriptor{});
-  rt.team_boots.assign(max_teams, nullptr);
-  rt.team_contexts.assign(max_teams, 0);
+  rt.team_host.assign(max_teams, {});
   MORI_TRY(rt.d_teams.upload(rt.teams.data(), rt.teams.size() * sizeof(TeamDescriptor)));
 
   // The world's bootstrap stays the runtime's: the team holds it without owning it.
   std::shared_ptr<bootstrap::Bootstrap> world(rt.boot.get(), [](bootstrap::Bootstrap*) {});
   MORI_TRY(set_team(rt, state::kTeamWorld, {0, 1, rt.n_pes, rt.rank}));
-  rt.team_boots[state::kTeamWorld] = world;
+  rt.team_host[state::kTeamWorld].boot = world;
 
   std::vector<int> shared, local_ranks(rt.n_pes), same_index;
   for (int pe = 0; pe < rt.n_pes; ++pe)

@@ -48,7 +48,7 @@ Status check_config(const char* axis, const TeamConfig* config, long mask) {
 // What team_get_config reports for a team made with (config, mask): 0 unless the mask selects it.
 void keep_config(Runtime& rt, Team team, const TeamConfig* config, long mask) {
   if (team != kTeamInvalid)
-    rt.team_contexts[team] = mask & kTeamNumContexts ? config->num_contexts : 0;
+    rt.team_host[team].num_contexts = mask & kTeamNumContexts ? config->num_contexts : 0;
 }
 
 // The parent's table entry, or an error naming why it cannot be split.
@@ -107,7 +107,7 @@ int team_split_strided(Team parent, int start, int stride, int size, const TeamC
   if (s.ok()) s = check_strided(start, stride, size, p->size);
   if (s.ok()) s = check_config("", config, mask);
   if (s.ok()) {
-    s = runtime::join_team(*rt, rt->team_boots[parent], strided_child(*p, start, stride, size),
+    s = runtime::join_team(*rt, rt->team_host[parent].boot, strided_child(*p, start, stride, size),
                            kTeamInvalid, new_team);
   }
   if (s.ok()) keep_config(*rt, *new_team, config, mask);
@@ -137,7 +137,7 @@ int team_split_2d(Team parent, int xrange, const TeamConfig* xaxis_config, long 
   const int x = p->my_pe % xr, y = p->my_pe / xr;
   const TeamDescriptor row = strided_child(*p, y * xr, 1, std::min(xr, n - y * xr));
   const TeamDescriptor column = strided_child(*p, x, xr, (n - x + xr - 1) / xr);
-  const std::shared_ptr<bootstrap::Bootstrap> boot = rt->team_boots[parent];
+  const std::shared_ptr<bootstrap::Bootstrap> boot = rt->team_host[parent].boot;
   s = runtime::join_team(*rt, boot, row, kTeamInvalid, xaxis_team);
   if (s.ok()) s = runtime::join_team(*rt, boot, column, kTeamInvalid, yaxis_team);
   if (!s.ok() && *xaxis_team != kTeamInvalid) {
@@ -161,7 +161,7 @@ int team_get_config(Team team, long config_mask, TeamConfig* config) {
     return report(kApi, "team " + std::to_string(team) + " is not a valid team on PE " +
                             std::to_string(rt->rank));
   }
-  if (config_mask & kTeamNumContexts) config->num_contexts = rt->team_contexts[team];
+  if (config_mask & kTeamNumContexts) config->num_contexts = rt->team_host[team].num_contexts;
   return 0;
 }
 
@@ -184,7 +184,7 @@ int team_destroy(Team team) {
   // and the arrivals its team syncs still had in flight, must have landed first.
   Status s = backend::synchronize();
   if (s.ok() && rt->rdma) s = rt->rdma->drain();
-  if (s.ok()) s = rt->team_boots[team]->barrier();
+  if (s.ok()) s = rt->team_host[team].boot->barrier();
   if (s.ok()) s = runtime::clear_team(*rt, team);
   return s.ok() ? 0 : report(kApi, s);
 }
