@@ -10,8 +10,8 @@
 namespace mori::shmem::abi {
 
 // The queries read the device state of the code object they are linked into, as on a GPU. (On the
-// host backend shmem::my_pe(), n_pes(), ptr_p2p() and the team queries are the host API's, which read the runtime's
-// state and live in libmori_shmem: a module must not depend on either.)
+// host backend shmem::my_pe(), n_pes(), ptr_p2p() and the team queries are the host API's, which
+// read the runtime's state and live in libmori_shmem: a module must not depend on either.)
 MORI_DEVICE int my_pe() { return state::this_pe(); }
 MORI_DEVICE int n_pes() { return state::pe_count(); }
 MORI_DEVICE uint64_t ptr_p2p(uint64_t dest, int caller_pe, int dest_pe) {
