@@ -60,6 +60,12 @@ struct Runtime {
   std::map<uint64_t, std::unique_ptr<Region>> regions;  // by base
   state::DeviceError* error = nullptr;                  // host-visible device-error record
   size_t internal_offset = 0;
+  // The device collectives' staging (GpuStates::team_scratch): max_teams slices of
+  // settings.team_scratch bytes, allocated right after the internal area.
+  size_t team_scratch_offset = 0;
+  size_t team_scratch_bytes() const {
+    return static_cast<size_t>(settings.max_teams) * settings.team_scratch;
+  }
   // The team table (state/team.hpp), [settings.max_teams]: this PE's copy, the device's (whose
   // address GpuStates::teams publishes once; entries are written in place), and what only the host
   // keeps of each live team (runtime/teams.cpp).
@@ -89,7 +95,7 @@ std::unique_ptr<Runtime> take_current();
 Runtime* require(const char* api);
 
 // Bytes of the heap the runtime keeps for itself at offset 0 (device barriers, signals).
-inline constexpr size_t kInternalBytes = 64 << 10;
+inline constexpr size_t kInternalBytes = 128 << 10;
 static_assert((state::kTeamSyncFirstWord + state::kTeamSyncWordsPerTeam * env::kMaxTeamsLimit) *
                       sizeof(uint64_t) <=
                   kInternalBytes,

@@ -129,7 +129,16 @@ void run_rounds(const Session& s, int rounds = rounds_per_launch<S>()) {
   REQUIRE(shmem::barrier_all() == 0);
   const uint64_t epoch = internal_word(shmem::detail::kBarrierEpoch);
   CHECK(epoch - epoch_before == 2 * uint64_t{kLaunches} * rounds);
-  CHECK(internal_word(shmem::detail::kBarrierArrivals) == epoch * s.n);
+  CHECK(internal_word(shmem::detail::kBarrierArrivals) +
+            internal_word(shmem::detail::kBarrierRdmaArrivals) ==
+        epoch * s.n);
+  // Each word counts one kind of atomic: the RDMA word the arrivals of the PEs this PE is reached
+  // from over RDMA, the P2P word the rest (this PE's own among them).
+  uint64_t rdma_peers = 0;
+  for (int pe = 0; pe < s.n; ++pe)
+    rdma_peers += shmem::globalGpuStates.transports[pe] ==
+                  static_cast<uint8_t>(mori::state::Transport::kRdma);
+  CHECK(internal_word(shmem::detail::kBarrierRdmaArrivals) == epoch * rdma_peers);
   REQUIRE(shmem::barrier_all() == 0);
 }
 

@@ -32,20 +32,32 @@ namespace mori::shmem {
 
 namespace detail {
 
-// The runtime's internal area (GpuStates::internal): 64 KiB at the same heap offset on every PE,
+// The runtime's internal area (GpuStates::internal): 128 KiB at the same heap offset on every PE,
 // zeroed at init, in 64-bit words. Symmetric words are updated by other PEs through the
 // transports; local ones only by this PE. A later user takes a reserved word and adds its row.
 //
-//   word  name              kind       written by                         holds
-//   0     kBarrierArrivals  symmetric  each PE's barrier_all (AMO add 1)  arrivals since init
-//   1     kBarrierEpoch     local      this PE's barrier_all caller       its calls since init
-//   2-7   reserved          -          nobody yet (0): signals            -
+//   word  name                  kind       written by                      holds
+//   0     kBarrierArrivals      symmetric  barrier_all of each PE reached  arrivals since init
+//                                          over P2P (AMO add 1)
+//   1     kBarrierEpoch         local      this PE's barrier_all caller    its calls since init
+//   2     kBarrierRdmaArrivals  symmetric  barrier_all of each PE reached  arrivals since init
+//                                          over RDMA (AMO add 1)
+//   3-7   reserved              -          nobody yet (0): signals         -
 //   8-63  free
-//   64-   team syncs        both       team_sync, team_barrier (team.hpp) per team index t:
-//                                      word 64 + 2t as kBarrierArrivals, 65 + 2t as kBarrierEpoch
-//                                      (state::kTeamSyncFirstWord); up to MORI_SHMEM_MAX_TEAMS
+//   64-   team syncs            both       team_sync, team_barrier, the    per team index t: words
+//                                          collectives (team.hpp)          64 + 4t, 65 + 4t and
+//                                          66 + 4t as words 0, 1 and 2 (state::kTeamSyncFirstWord),
+//                                          67 + 4t (local) the team's flagged collectives so far
+//                                          (coll/flags.hpp); up to MORI_SHMEM_MAX_TEAMS
+//
+// Arrivals count in two words, one per kind of atomic, because a NIC's atomics and a GPU's are not
+// atomic with respect to each other: the NIC reads, adds and writes back over PCIe, and an
+// XGMI/P2P atomic on the same word in between is lost (the software NIC behaves the same way: its
+// atomics hold a lock that P2P atomics do not take). Each word takes one kind only, and the waiter
+// adds the two.
 inline constexpr int kBarrierArrivals = 0;
 inline constexpr int kBarrierEpoch = 1;
+inline constexpr int kBarrierRdmaArrivals = 2;
 inline constexpr int kInternalLaidOutWords = 8;  // words 0-7: this table
 
 MORI_DEVICE uint64_t* internal_word(int word) { return state::gpu_states().internal + word; }
@@ -58,11 +70,11 @@ MORI_DEVICE state::RemoteTarget internal_target(int word, int pe) {
 }
 
 // Who takes part in a sync and where it counts: the world PEs start, start + stride, ... (size of
-// them, this PE the my_index-th), counting in two words of the internal area. `team` names them in
+// them, this PE the my_index-th), counting in three words of the internal area. `team` names them in
 // messages: kTeamInvalid for barrier_all, which names no team.
 struct SyncGroup {
   int start, stride, size, my_index;
-  int arrivals_word, epoch_word;
+  int arrivals_word, epoch_word, rdma_arrivals_word;
   int team;
 };
 
@@ -93,16 +105,22 @@ MORI_DEVICE void sync_leader(const char* call, const SyncGroup& g) {
   *epoch_word = epoch;
   for (int i = 1; i <= g.size; ++i) {  // peers first, from the next one on, to spread the AMOs
     const int pe = g.start + (g.my_index + i) % g.size * g.stride;
-    const state::RemoteTarget t = internal_target(g.arrivals_word, pe);
+    const bool rdma = state::transport_to(pe) == state::Transport::kRdma;
+    const state::RemoteTarget t =
+        internal_target(rdma ? g.rdma_arrivals_word : g.arrivals_word, pe);
     transport::with_transport(call, pe, [&]<typename Tr>() {
       Tr::template amo<uint64_t>(call, AMO_SIGNAL_ADD, t, 1, 0);
     });
   }
   const uint64_t* arrivals = internal_word(g.arrivals_word);
+  const uint64_t* rdma_arrivals = internal_word(g.rdma_arrivals_word);
   const uint64_t pes = static_cast<uint64_t>(g.size), target = epoch * pes;
   // Acquire: pairs with each PE's release before its arrival AMO, so that what every PE wrote
   // before the barrier is visible here after it (an AMO add continues the release sequence).
-  auto count = [&] { return platform::atomic_load<MemOrder::Acquire, MemScope::System>(arrivals); };
+  auto count = [&] {
+    return platform::atomic_load<MemOrder::Acquire, MemScope::System>(arrivals) +
+           platform::atomic_load<MemOrder::Acquire, MemScope::System>(rdma_arrivals);
+  };
   state::spin_until(
       [&] { return count() >= target; },
       [&] {
@@ -142,7 +160,8 @@ MORI_DEVICE void barrier_all() {
   detail::scoped_sync<S>([] {
     detail::sync_leader<true>("barrier_all",
                               {0, 1, state::pe_count(), state::this_pe(), detail::kBarrierArrivals,
-                               detail::kBarrierEpoch, state::kTeamInvalid});
+                               detail::kBarrierEpoch, detail::kBarrierRdmaArrivals,
+                               state::kTeamInvalid});
   });
 }
 

@@ -58,7 +58,7 @@ MORI_DEVICE SyncGroup team_group(const char* call, Team team) {
   }
   const state::TeamDescriptor& t = s.teams[team];
   const int words = state::kTeamSyncFirstWord + team * state::kTeamSyncWordsPerTeam;
-  return {t.start, t.stride, t.size, t.my_pe, words, words + 1, team};
+  return {t.start, t.stride, t.size, t.my_pe, words, words + 1, words + 2, team};
 }
 
 template <Scope S, bool kQuiet>

@@ -70,9 +70,11 @@ constexpr int team_translate(const TeamDescriptor* table, int max_teams, Team sr
 }
 
 // The symmetric internal area's words (GpuStates::internal, laid out in mori/shmem/barrier.hpp)
-// that team syncs use: two per team index, from kTeamSyncFirstWord on, arrivals then epoch, as
-// barrier_all's pair.
+// of a team: four per team index, from kTeamSyncFirstWord on: P2P arrivals, epoch and RDMA
+// arrivals (its syncs, as barrier_all's words 0-2), then the number of its last flagged collective
+// (kTeamCollCallWord, local; mori/shmem/coll/flags.hpp).
 inline constexpr int kTeamSyncFirstWord = 64;
-inline constexpr int kTeamSyncWordsPerTeam = 2;
+inline constexpr int kTeamSyncWordsPerTeam = 4;
+inline constexpr int kTeamCollCallWord = 3;
 
 }  // namespace mori::state
