@@ -211,6 +211,15 @@ Status load(Settings* out) {
                             &value));
     s.max_teams = static_cast<int>(value);
   }
+  if (read("MORI_SHMEM_TEAM_SCRATCH_SIZE", &text)) {
+    MORI_TRY(parse_size("MORI_SHMEM_TEAM_SCRATCH_SIZE", text, &s.team_scratch));
+    if (s.team_scratch < kTeamScratchMin || s.team_scratch > kTeamScratchMax ||
+        s.team_scratch % kTeamScratchGranule != 0)
+      return Status::error(quoted("MORI_SHMEM_TEAM_SCRATCH_SIZE", text) + " is not a multiple of " +
+                           std::to_string(kTeamScratchGranule) + " bytes from " +
+                           std::to_string(kTeamScratchMin) + " to " +
+                           std::to_string(kTeamScratchMax));
+  }
   *out = std::move(s);
   return {};
 }

@@ -52,9 +52,17 @@ struct Settings {
   int ib_gid_index = -1;        // MORI_IB_GID_INDEX 0..255; -1: a RoCE v2 entry, 0 on InfiniBand
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536
   int max_teams = 64;           // MORI_SHMEM_MAX_TEAMS: live teams per PE, predefined ones included
+  // MORI_SHMEM_TEAM_SCRATCH_SIZE: symmetric staging per team index for the device collectives
+  // that go over RDMA (mori/shmem/coll/staged.hpp), a multiple of kTeamScratchGranule from
+  // kTeamScratchMin to kTeamScratchMax. The runtime reserves max_teams of them in the heap.
+  size_t team_scratch = size_t{32} << 10;
 };
 
-// The most MORI_SHMEM_MAX_TEAMS accepts: each team index takes two words of the runtime's 64 KiB
+inline constexpr size_t kTeamScratchGranule = 256;
+inline constexpr size_t kTeamScratchMin = size_t{4} << 10;
+inline constexpr size_t kTeamScratchMax = size_t{64} << 20;
+
+// The most MORI_SHMEM_MAX_TEAMS accepts: each team index takes four words of the runtime's 128 KiB
 // internal area from word state::kTeamSyncFirstWord on (runtime.hpp checks that they fit).
 inline constexpr int kMaxTeamsLimit = 4064;
 

@@ -116,6 +116,8 @@ Status build(Runtime& rt) {
   rt.allocator =
       std::make_unique<heap::SymmetricAllocator>(rt.memory->size(), my_base, heap::kBaseAlignment);
   MORI_TRY(rt.allocator->allocate(runtime::kInternalBytes, 4096, &rt.internal_offset));
+  // Allocated in the same order on every PE, so at the same offset: symmetric.
+  MORI_TRY(rt.allocator->allocate(rt.team_scratch_bytes(), 4096, &rt.team_scratch_offset));
   MORI_TRY(rt.memory->ensure_mapped(rt.allocator->high_water()));
   std::memset(rt.memory->base() + rt.internal_offset, 0, runtime::kInternalBytes);
 

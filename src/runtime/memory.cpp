@@ -114,7 +114,8 @@ Status find_allocation(const Runtime& rt, const void* ptr, size_t* offset) {
     return Status::error(std::string(where) + " is not in the symmetric heap " + heap);
   }
   *offset = static_cast<size_t>(p - base);
-  if (*offset == rt.internal_offset || rt.allocator->allocation_size(*offset) == 0)
+  if (*offset == rt.internal_offset || *offset == rt.team_scratch_offset ||
+      rt.allocator->allocation_size(*offset) == 0)
     return Status::error(std::string(where) + " is not the start of a live symmetric allocation");
   return {};
 }

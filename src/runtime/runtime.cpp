@@ -75,6 +75,8 @@ Status Runtime::publish() {
   s.timeout_ns = settings.timeout_ms * 1000000ull;
   s.teams = static_cast<const state::TeamDescriptor*>(d_teams.ptr);
   s.max_teams = static_cast<int32_t>(teams.size());
+  s.team_scratch = reinterpret_cast<uint8_t*>(memory->base() + team_scratch_offset);
+  s.team_scratch_bytes = settings.team_scratch;
   if (rdma) {
     s.rdma_endpoints = rdma->device_endpoints();
     s.nic = static_cast<uint8_t>(rdma->nic());

@@ -19,15 +19,18 @@ uint64_t* internal_word(Runtime& rt, int word) {
   return reinterpret_cast<uint64_t*>(rt.memory->base() + rt.internal_offset) + word;
 }
 
-// Writes this PE's entry for `team` in both copies of the table and zeroes the team's sync words,
-// which a destroyed team that had the index may have left counted up.
+// Writes this PE's entry for `team` in both copies of the table and zeroes the team's sync words
+// and staging area, which a destroyed team that had the index may have left counted up (a stale
+// flag there would pass for one of the new team's calls: mori/shmem/coll/flags.hpp).
 Status set_team(Runtime& rt, Team team, const TeamDescriptor& desc) {
   rt.teams[team] = desc;
   auto* device = static_cast<TeamDescriptor*>(rt.d_teams.ptr) + team;
   MORI_TRY(backend::copy_to_device(device, &desc, sizeof desc));
   uint64_t* words =
       internal_word(rt, state::kTeamSyncFirstWord + team * state::kTeamSyncWordsPerTeam);
-  return backend::fill_device(words, 0, state::kTeamSyncWordsPerTeam * sizeof(uint64_t));
+  MORI_TRY(backend::fill_device(words, 0, state::kTeamSyncWordsPerTeam * sizeof(uint64_t)));
+  char* scratch = rt.memory->base() + rt.team_scratch_offset + team * rt.settings.team_scratch;
+  return backend::fill_device(scratch, 0, rt.settings.team_scratch);
 }
 
 bool same_team(const TeamDescriptor& a, const TeamDescriptor& b) {

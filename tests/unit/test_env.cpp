@@ -32,6 +32,7 @@ constexpr const char* kVariables[] = {
     "MORI_BNXT_DV_LIB",
     "MORI_IONIC_DV_LIB",
     "MORI_SHMEM_MAX_TEAMS",
+    "MORI_SHMEM_TEAM_SCRATCH_SIZE",
 };
 
 // Clears every variable load() reads, applies `values`, and puts the environment back as it was
@@ -150,6 +151,7 @@ TEST_CASE("env: load with nothing set gives the defaults") {
   CHECK(s.bootstrap_timeout == std::chrono::seconds(30));
   CHECK(s.timeout_ms == 0);
   CHECK(s.max_teams == 64);
+  CHECK(s.team_scratch == size_t{32} << 10);
 #ifdef NDEBUG
   CHECK_FALSE(s.check_symmetry);
 #else
@@ -306,6 +308,7 @@ TEST_CASE("env: each limit is accepted exactly and refused one past it") {
     if (variable == "MORI_IB_GID_INDEX") return static_cast<uint64_t>(s.ib_gid_index);
     if (variable == "MORI_RDMA_SQ_WQES") return s.rdma_sq_wqes;
     if (variable == "MORI_SHMEM_MAX_TEAMS") return static_cast<uint64_t>(s.max_teams);
+    if (variable == "MORI_SHMEM_TEAM_SCRATCH_SIZE") return s.team_scratch;
     FAIL("no field for " << variable);
     return 0;
   };
@@ -329,6 +332,9 @@ TEST_CASE("env: each limit is accepted exactly and refused one past it") {
       {"MORI_RDMA_SQ_WQES", "65536", 65536},
       {"MORI_SHMEM_MAX_TEAMS", "3", 3},
       {"MORI_SHMEM_MAX_TEAMS", "4064", 4064},
+      {"MORI_SHMEM_TEAM_SCRATCH_SIZE", "4K", 4096},
+      {"MORI_SHMEM_TEAM_SCRATCH_SIZE", "4352", 4352},
+      {"MORI_SHMEM_TEAM_SCRATCH_SIZE", "64M", uint64_t{64} << 20},
   };
   for (const auto& [variable, text, value] : accepted) {
     CAPTURE(variable);
@@ -358,6 +364,14 @@ TEST_CASE("env: each limit is accepted exactly and refused one past it") {
        "MORI_SHMEM_MAX_TEAMS=\"2\" is too small: the least accepted is 3"},
       {{"MORI_SHMEM_MAX_TEAMS", "4065"},
        "MORI_SHMEM_MAX_TEAMS=\"4065\" is too large: the most accepted is 4064"},
+      {{"MORI_SHMEM_TEAM_SCRATCH_SIZE", "4000"},
+       "MORI_SHMEM_TEAM_SCRATCH_SIZE=\"4000\" is not a multiple of 256 bytes from 4096 to "
+       "67108864"},
+      {{"MORI_SHMEM_TEAM_SCRATCH_SIZE", "4100"},
+       "MORI_SHMEM_TEAM_SCRATCH_SIZE=\"4100\" is not a multiple of 256 bytes from 4096 to "
+       "67108864"},
+      {{"MORI_SHMEM_TEAM_SCRATCH_SIZE", "65M"},
+       "MORI_SHMEM_TEAM_SCRATCH_SIZE=\"65M\" is not a multiple of 256 bytes from 4096 to 67108864"},
   };
   for (const auto& [setting, expected] : refused) {
     CAPTURE(setting.first);

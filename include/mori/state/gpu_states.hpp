@@ -15,7 +15,7 @@ namespace mori::state {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
-inline constexpr uint32_t kGpuStatesAbiVersion = 3;
+inline constexpr uint32_t kGpuStatesAbiVersion = 4;
 
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
@@ -124,7 +124,12 @@ struct GpuStates {
   const TeamDescriptor* teams;
   int32_t max_teams;  // MORI_SHMEM_MAX_TEAMS
   uint32_t pad2;
-  uint64_t reserved[3];
+  // [max_teams * team_scratch_bytes] symmetric staging of the device collectives: team index t
+  // owns the team_scratch_bytes from team_scratch + t * team_scratch_bytes, the same offset in
+  // the heap on every PE (mori/shmem/coll/staged.hpp lays it out). MORI_SHMEM_TEAM_SCRATCH_SIZE.
+  uint8_t* team_scratch;
+  uint64_t team_scratch_bytes;
+  uint64_t reserved[1];
 };
 static_assert(sizeof(GpuStates) == 176,
               "GpuStates is the runtime/device ABI: bump kGpuStatesAbiVersion");
