@@ -3,9 +3,9 @@
 // instantiation, so that -Werror sees what only a real call reveals (a narrowing conversion, an
 // unsupported atomic width, a builtin that rejects a dependent argument).
 //
-// One kernel per family (rma, strided, single, sync, query, atomic, lock, signal, wait, barrier);
-// each expands the family's type list from its X-macro. A kernel's arguments are opaque so that
-// nothing is folded away.
+// One kernel per family (rma, strided, single, sync, query, atomic, lock, signal, wait, barrier,
+// collectives); each expands the family's type list from its X-macro. A kernel's arguments are
+// opaque so that nothing is folded away.
 #include "mori/shmem.hpp"
 #include "mori/shmem/device_api.hpp"
 
@@ -235,3 +235,43 @@ MORI_KERNEL void instantiate_wait(void* at, size_t n, const int* status, size_t*
 MORI_KERNEL void instantiate_barrier() {
   for_each_scope([]<typename S>() { shmem::barrier_all<S>(); });
 }
+
+// ---- collectives: every collective in every scope for every type; each reduction operator the
+// type takes, by name and by code ------------------------------------------------------------------
+namespace {
+template <typename T>
+MORI_DEVICE void collectives(void* dst_bytes, const void* src_bytes, size_t n, int team, int op) {
+  T* dst = static_cast<T*>(dst_bytes);
+  const T* src = static_cast<const T*>(src_bytes);
+  for_each_scope([&]<typename S>() {
+    shmem::broadcast<S>(team, dst, src, n, 0);
+    shmem::fcollect<S>(team, dst, src, n);
+    shmem::collect<S>(team, dst, src, n);
+    shmem::alltoall<S>(team, dst, src, n);
+    shmem::alltoalls<S>(team, dst, src, 2, 3, n);
+    if constexpr (std::is_integral_v<T>) {
+      shmem::and_reduce<S>(team, dst, src, n);
+      shmem::or_reducescatter<S>(team, dst, src, n);
+      shmem::xor_reduce<S>(team, dst, src, n);
+    }
+    shmem::min_reduce<S>(team, dst, src, n);
+    shmem::max_reducescatter<S>(team, dst, src, n);
+    shmem::sum_reduce<S>(team, dst, src, n);
+    shmem::prod_reduce<S>(team, dst, src, n);
+    shmem::reduce<S>(team, dst, src, n, op);
+    shmem::reducescatter<S>(team, dst, src, n, op);
+  });
+}
+}  // namespace
+
+#define MORI_INSTANTIATE_(type, name) collectives<type>(dst, src, n, team, op);
+MORI_KERNEL void instantiate_collectives(void* dst, const void* src, size_t n, int team, int op) {
+  MORI_FOR_EACH_TYPE(MORI_INSTANTIATE_);
+  for_each_scope([&]<typename S>() {
+    shmem::broadcastmem<S>(team, dst, src, n, 1);
+    shmem::fcollectmem<S>(team, dst, src, n);
+    shmem::collectmem<S>(team, dst, src, n);
+    shmem::alltoallmem<S>(team, dst, src, n);
+  });
+}
+#undef MORI_INSTANTIATE_

@@ -1,0 +1,147 @@
+// The collectives that move data without combining it: broadcast, fcollect, collect, alltoall and
+// alltoalls (collectives.hpp documents them and their algorithms). Each is a push, a pull or a
+// strided push, followed by the team's barrier or sync:
+//
+//   push   this PE puts its block to every member (put_nbi: P2P stores, or RDMA writes all in flight
+//          at once, which the NIC pipelines), then a team barrier completes every member's puts.
+//          One meeting of the team, and each member writes only what the others need.
+//   pull   (broadcast over P2P, large) every member loads the root's source at once, between two
+//          team syncs: the copies run in parallel instead of one after another on the root.
+//
+//   flagged (a direct team, at most kFlaggedMaxBytes per member) through the members' mailboxes,
+//          without a meeting (coll/flags.hpp).
+//
+// OpenSHMEM requires each member's dest to be ready to receive when any member calls the
+// collective, so a push needs no meeting before it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mori/core/copy.hpp"
+#include "mori/shmem/coll/common.hpp"
+#include "mori/shmem/coll/flags.hpp"
+#include "mori/shmem/rma.hpp"
+#include "mori/shmem/single.hpp"
+#include "mori/shmem/strided.hpp"
+
+namespace mori::shmem::detail::coll {
+
+// From this size on, a broadcast over P2P is a pull: below it the root's stores finish sooner than
+// the members' extra sync costs.
+inline constexpr uint64_t kBroadcastPullBytes = 16 << 10;
+
+// Puts `nelems` elements of this PE's `source` to `dest` on member i (complete at the next quiet).
+// Nothing for none (a block of a reduction smaller than the team).
+template <Scope S, typename T>
+MORI_DEVICE void push(const char* call, const TeamView& v, int i, T* dest, const T* source,
+                      size_t nelems) {
+  if (nelems == 0) return;
+  const int pe = v.pe(i);
+  rma<S, false, false>(call, const_cast<T*>(source), dest,
+                       byte_count(call, dest, nelems, sizeof(T), pe), pe, 0);
+}
+
+template <Scope S, typename T>
+MORI_DEVICE void broadcast(const char* call, Team team, T* dest, const T* source, size_t nelems,
+                           int root) {
+  const TeamView v = team_view(call, team);
+  check_member(call, "root", root, v);
+  const uint64_t bytes = byte_count(call, dest, nelems, sizeof(T), state::this_pe());
+  if (flagged(v, bytes)) {  // the root sends, every member sends an empty flag
+    const Mailboxes m = open_mailboxes<S>(v);
+    send_all<S>(v, m, [&](int, const void** from) {
+      *from = source;
+      return v.me() == root ? bytes : 0;
+    });
+    wait_all<S>(call, v, m);
+    copy<S>(dest, mailbox<T>(m, root), bytes);
+    S::sync();
+    return;
+  }
+  if (v.direct && bytes >= kBroadcastPullBytes) {
+    meet<S, false>(call, v);  // the root has its source ready
+    copy<S>(dest, member_copy(call, v, const_cast<T*>(source), nelems, root), bytes);
+    meet<S, false>(call, v);  // no member reads the root's source any more
+    return;
+  }
+  if (v.me() == root)
+    for (int i = 0; i < v.size(); ++i) push<S>(call, v, v.rotated(i), dest, source, nelems);
+  meet<S, true>(call, v);
+}
+
+// Flagged fcollect and alltoall: member i gets block(i) of this PE's source, and this PE's dest
+// gets member i's block for it at dest + i * nelems.
+template <Scope S, typename T, typename Block>
+MORI_DEVICE void exchange_flagged(const char* call, const TeamView& v, T* dest, size_t nelems,
+                                  Block&& block) {
+  const uint64_t bytes = nelems * sizeof(T);
+  const Mailboxes m = open_mailboxes<S>(v);
+  send_all<S>(v, m, [&](int i, const void** from) {
+    *from = block(i);
+    return bytes;
+  });
+  wait_all<S>(call, v, m);
+  for (int i = 0; i < v.size(); ++i) copy<S>(dest + i * nelems, mailbox<T>(m, i), bytes);
+  S::sync();
+}
+
+// Every member's `nelems` elements, in member order: member i's land at dest + i * nelems.
+template <Scope S, typename T>
+MORI_DEVICE void fcollect(const char* call, Team team, T* dest, const T* source, size_t nelems) {
+  const TeamView v = team_view(call, team);
+  if (flagged(v, byte_count(call, source, nelems, sizeof(T), state::this_pe())))
+    return exchange_flagged<S>(call, v, dest, nelems, [&](int) { return source; });
+  for (int i = 0; i < v.size(); ++i)
+    push<S>(call, v, v.rotated(i), dest + v.me() * nelems, source, nelems);
+  meet<S, true>(call, v);
+}
+
+// As fcollect with a count of each member's own: the members first exchange their counts through
+// the team's staging area (one word per member), and each then pushes its block to where the
+// counts before it end.
+template <Scope S, typename T>
+MORI_DEVICE void collect(const char* call, Team team, T* dest, const T* source, size_t nelems) {
+  const TeamView v = team_view(call, team);
+  if (!check_staging(call, v, sizeof(uint64_t) * v.size())) return;
+  uint64_t* counts = reinterpret_cast<uint64_t*>(team_scratch(v));
+  if (S::leader())
+    for (int i = 0; i < v.size(); ++i) p(counts + v.me(), uint64_t{nelems}, v.pe(v.rotated(i)));
+  meet<S, true>(call, v);
+  uint64_t offset = 0;
+  for (int i = 0; i < v.me(); ++i) offset += counts[i];
+  for (int i = 0; i < v.size(); ++i) push<S>(call, v, v.rotated(i), dest + offset, source, nelems);
+  // Also the counts' release: a member's next collective writes them only after every member has
+  // arrived here, having read them.
+  meet<S, true>(call, v);
+}
+
+// Block j of this PE's source goes to member j, at dest + me * nelems there.
+template <Scope S, typename T>
+MORI_DEVICE void alltoall(const char* call, Team team, T* dest, const T* source, size_t nelems) {
+  const TeamView v = team_view(call, team);
+  if (flagged(v, byte_count(call, source, nelems, sizeof(T), state::this_pe())))
+    return exchange_flagged<S>(call, v, dest, nelems, [&](int j) { return source + j * nelems; });
+  for (int i = 0; i < v.size(); ++i) {
+    const int j = v.rotated(i);
+    push<S>(call, v, j, dest + v.me() * nelems, source + j * nelems, nelems);
+  }
+  meet<S, true>(call, v);
+}
+
+// alltoall with strides (OpenSHMEM's shmem_alltoalls): block j is source[(j * nelems + k) * sst]
+// for k < nelems, and lands at dest[(me * nelems + k) * dst] on member j. Each block is one
+// strided put (strided.hpp), complete when it returns.
+template <Scope S, typename T>
+MORI_DEVICE void alltoalls(const char* call, Team team, T* dest, const T* source, ptrdiff_t dst,
+                           ptrdiff_t sst, size_t nelems) {
+  const TeamView v = team_view(call, team);
+  for (int i = 0; i < v.size(); ++i) {
+    const int j = v.rotated(i);
+    strided_rma<S, false>(call, dest + v.me() * nelems * dst, source + j * nelems * sst, dst, sst,
+                          nelems, v.pe(j), 0);
+  }
+  meet<S, true>(call, v);
+}
+
+}  // namespace mori::shmem::detail::coll

@@ -1,0 +1,214 @@
+// The reductions: reduce (OpenSHMEM's shmem_<op>_reduce, every member gets the whole result) and
+// reducescatter (NVSHMEM's, member i gets block i of it). collectives.hpp documents them; here are
+// their two algorithms.
+//
+//   direct (every member over P2P) each member combines its own block of the result, loading the
+//          members' sources directly, after a team sync. reduce then pushes its block to every
+//          member and meets at a barrier; reducescatter meets at a sync. Each member reads its
+//          1/size of every source and (reduce) writes its block to each member: the traffic of a
+//          reduce-scatter plus an all-gather, in two meetings of the team at any size.
+//   staged (any member over RDMA) the members put their contributions into each other's staging
+//          area (coll/common.hpp), chunk by chunk, and each combines what it received. The area
+//          is split in two halves that take turns: round r puts chunk r into one half while this
+//          PE combines chunk r - 1 from the other, with one barrier per round, so the RDMA writes
+//          of one chunk overlap the arithmetic of the last. Small messages take one round: a put,
+//          a barrier, a local combine and a sync (the one-shot algorithm).
+//
+//   flagged (a direct team, at most kFlaggedMaxBytes per member) every member sends its
+//          contribution to every member's mailbox and combines what it receives, with no meeting
+//          of the team (coll/flags.hpp).
+//
+// Every member combines in member order 0, 1, ..., size - 1 (staged, flagged), or every element of
+// the result is combined by one member only (direct), so all members get the same bits, floating
+// point included.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "mori/core/copy.hpp"
+#include "mori/shmem/coll/common.hpp"
+#include "mori/shmem/coll/move.hpp"
+
+namespace mori::shmem {
+
+// The reduction operators of OpenSHMEM 1.5 (section 9.9.7). The values are the ABI's `op` argument
+// of mori_shmem_reduce_<type>_<scope> and mori_shmem_reducescatter_<type>_<scope>.
+enum class ReduceOp : int { kAnd = 0, kOr = 1, kXor = 2, kMin = 3, kMax = 4, kSum = 5, kProd = 6 };
+inline constexpr int kReduceOps = 7;
+
+namespace detail::coll {
+
+constexpr bool is_bitwise(ReduceOp op) {
+  return op == ReduceOp::kAnd || op == ReduceOp::kOr || op == ReduceOp::kXor;
+}
+
+template <ReduceOp Op, typename T>
+MORI_DEVICE T combine(T a, T b) {
+  static_assert(!is_bitwise(Op) || std::is_integral_v<T>,
+                "and, or and xor reductions take integer types (OpenSHMEM 9.9.7)");
+  if constexpr (Op == ReduceOp::kAnd) return a & b;
+  if constexpr (Op == ReduceOp::kOr) return a | b;
+  if constexpr (Op == ReduceOp::kXor) return a ^ b;
+  if constexpr (Op == ReduceOp::kMin) return b < a ? b : a;
+  if constexpr (Op == ReduceOp::kMax) return a < b ? b : a;
+  if constexpr (Op == ReduceOp::kSum) return a + b;
+  if constexpr (Op == ReduceOp::kProd) return a * b;
+}
+
+// The operator as the algorithms apply it. Fixed<Op>: the device API's named and templated forms.
+// ByCode: the ABI's, which names the operator by value; a switch in the element loop, so that each
+// algorithm's transport code is compiled once for all seven operators rather than once for each.
+template <ReduceOp Op>
+struct Fixed {
+  template <typename T>
+  MORI_DEVICE T operator()(T a, T b) const {
+    return static_cast<T>(combine<Op>(a, b));
+  }
+};
+struct ByCode {
+  ReduceOp op;  // one the type takes (reduce_by_code checks it first)
+  template <typename T>
+  MORI_DEVICE T operator()(T a, T b) const {
+    switch (op) {
+      case ReduceOp::kMin:
+        return combine<ReduceOp::kMin>(a, b);
+      case ReduceOp::kMax:
+        return combine<ReduceOp::kMax>(a, b);
+      case ReduceOp::kSum:
+        return static_cast<T>(combine<ReduceOp::kSum>(a, b));
+      case ReduceOp::kProd:
+        return static_cast<T>(combine<ReduceOp::kProd>(a, b));
+      default:
+        break;
+    }
+    if constexpr (std::is_integral_v<T>) {
+      if (op == ReduceOp::kAnd) return static_cast<T>(a & b);
+      if (op == ReduceOp::kOr) return static_cast<T>(a | b);
+      return static_cast<T>(a ^ b);
+    }
+    return a;
+  }
+};
+
+// dest[k] = c(dest[k], from[k]) for this participant's share of [0, n); the first term (kFirst)
+// is a copy.
+template <bool kFirst, Scope S, typename C, typename T>
+MORI_DEVICE void accumulate(const C& c, T* dest, const T* from, size_t n) {
+  mori::detail::for_each_share<S>(n, [&](size_t k) {
+    if constexpr (kFirst)
+      dest[k] = from[k];
+    else
+      dest[k] = c(dest[k], from[k]);
+  });
+}
+
+// Member `me`'s block of [0, n) cut into `size` blocks, as [*begin, *end): the first n % size
+// blocks have one element more.
+MORI_DEVICE void block_of(size_t n, int size, int me, size_t* begin, size_t* end) {
+  const size_t base = n / size, extra = n % size, i = static_cast<size_t>(me);
+  *begin = i * base + (i < extra ? i : extra);
+  *end = *begin + base + (i < extra ? 1 : 0);
+}
+
+// Direct: this PE's block of the result, combined into `out` from the members' copies of `block`
+// (this PE's address of the n elements every member contributes to it). The own term goes first,
+// so that out may be block (reduce in place): this PE's block of its own source is read by this
+// PE alone.
+template <Scope S, typename C, typename T>
+MORI_DEVICE void combine_direct(const char* call, const C& c, const TeamView& v, T* out, T* block,
+                                size_t n) {
+  accumulate<true, S>(c, out, block, n);
+  for (int i = 0; i < v.size() - 1; ++i) {
+    const int m = v.rotated(i);
+    accumulate<false, S>(c, out, member_copy(call, v, block, n, m), n);
+  }
+}
+
+// Staged: `n` elements from every member through the staging area. contribution(j) is what this PE
+// sends member j, as its address here; every member combines into `out`.
+template <Scope S, typename C, typename T, typename Contribution>
+MORI_DEVICE void combine_staged(const char* call, const C& c, const TeamView& v, T* out, size_t n,
+                                Contribution&& contribution) {
+  const uint64_t half = team_scratch_bytes() / 2, slot = half / v.size() / sizeof(T) * sizeof(T);
+  if (!check_staging(call, v, 2 * sizeof(T) * v.size())) return;
+  const size_t chunk = slot / sizeof(T), rounds = n == 0 ? 0 : (n + chunk - 1) / chunk;
+  uint8_t* scratch = team_scratch(v);
+  auto slot_of = [&](size_t round, int member) {
+    return reinterpret_cast<T*>(scratch + (round & 1) * half + member * slot);
+  };
+  auto len = [&](size_t round) { return round * chunk + chunk <= n ? chunk : n - round * chunk; };
+  auto combine_round = [&](size_t r) {
+    T* to = out + r * chunk;
+    accumulate<true, S>(c, to, slot_of(r, 0), len(r));
+    for (int i = 1; i < v.size(); ++i) accumulate<false, S>(c, to, slot_of(r, i), len(r));
+  };
+  for (size_t r = 0; r < rounds; ++r) {
+    for (int i = 0; i < v.size(); ++i) {
+      const int j = v.rotated(i);
+      push<S>(call, v, j, slot_of(r, v.me()), contribution(j) + r * chunk, len(r));
+    }
+    if (r > 0) combine_round(r - 1);
+    // Delivers round r, and frees the other half: every member has combined round r - 1 (or
+    // earlier) before arriving.
+    meet<S, true>(call, v);
+  }
+  if (rounds > 0) combine_round(rounds - 1);
+  meet<S, false>(call, v);  // the area is free for the team's next collective
+}
+
+// Flagged: contribution(j) (this PE's address) is what member j gets; `n` elements from every
+// member are combined into `out`. `out` may be a contribution: each is sent before out is written.
+template <Scope S, typename C, typename T, typename Contribution>
+MORI_DEVICE void combine_flagged(const char* call, const C& c, const TeamView& v, T* out, size_t n,
+                                 Contribution&& contribution) {
+  const Mailboxes m = open_mailboxes<S>(v);
+  send_all<S>(v, m, [&](int j, const void** from) {
+    *from = contribution(j);
+    return n * sizeof(T);
+  });
+  wait_all<S>(call, v, m);
+  accumulate<true, S>(c, out, mailbox<T>(m, 0), n);
+  for (int i = 1; i < v.size(); ++i) accumulate<false, S>(c, out, mailbox<T>(m, i), n);
+  S::sync();
+}
+
+template <Scope S, typename C, typename T>
+MORI_DEVICE void reduce(const char* call, const C& c, Team team, T* dest, const T* source,
+                        size_t nreduce) {
+  const TeamView v = team_view(call, team);
+  if (flagged(v, byte_count(call, dest, nreduce, sizeof(T), state::this_pe())))
+    return combine_flagged<S>(call, c, v, dest, nreduce, [&](int) { return source; });
+  if (!v.direct) {
+    combine_staged<S>(call, c, v, dest, nreduce, [&](int) { return source; });
+    return;
+  }
+  size_t begin = 0, end = 0;
+  block_of(nreduce, v.size(), v.me(), &begin, &end);
+  meet<S, false>(call, v);  // every member's source is ready
+  combine_direct<S>(call, c, v, dest + begin, const_cast<T*>(source) + begin, end - begin);
+  S::sync();  // push reads the block as a whole; each participant combined its own share of it
+  for (int i = 0; i < v.size() - 1; ++i)
+    push<S>(call, v, v.rotated(i), dest + begin, dest + begin, end - begin);
+  meet<S, true>(call, v);
+}
+
+template <Scope S, typename C, typename T>
+MORI_DEVICE void reducescatter(const char* call, const C& c, Team team, T* dest, const T* source,
+                               size_t nreduce) {
+  const TeamView v = team_view(call, team);
+  byte_count(call, source, nreduce * v.size(), sizeof(T), state::this_pe());
+  auto block = [&](int member) { return const_cast<T*>(source) + member * nreduce; };
+  if (flagged(v, nreduce * sizeof(T))) return combine_flagged<S>(call, c, v, dest, nreduce, block);
+  if (!v.direct) {
+    combine_staged<S>(call, c, v, dest, nreduce, block);
+    return;
+  }
+  meet<S, false>(call, v);  // every member's source is ready
+  combine_direct<S>(call, c, v, dest, block(v.me()), nreduce);
+  meet<S, false>(call, v);  // no member reads this PE's source any more
+}
+
+}  // namespace detail::coll
+}  // namespace mori::shmem
