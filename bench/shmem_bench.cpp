@@ -18,8 +18,6 @@
 
 namespace mori::bench {
 
-namespace {
-
 // "64K" -> 65536; suffixes K, M, G (powers of 1024).
 size_t parse_size(const std::string& text) {
   size_t pos = 0;
@@ -70,6 +68,8 @@ void pin_lane(unsigned n) {
   CPU_SET(cpus[n % cpus.size()], &one);
   pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
 }
+
+namespace {
 
 unsigned lanes_per_block(const Options& opt) {
   if (opt.block) return opt.block;

@@ -134,6 +134,13 @@ double with_scope(const std::string& scope, F&& f) {
   return f.template operator()<Thread>();
 }
 
+// Shared with coll_bench: "64K" -> 65536 (suffixes K, M, G: powers of 1024; throws
+// CLI::ValidationError otherwise); every PE meets, sleeping while it waits; pins the calling lane
+// to the n-th CPU this process may use.
+size_t parse_size(const std::string& text);
+void rendezvous();
+void pin_lane(unsigned n);
+
 // A program's measurement: the seconds of one repetition on this PE (0 if this PE only serves).
 using Measure = std::function<double(const Run&)>;
 

@@ -185,6 +185,9 @@ def main():
     notes = ROOT / "bench/compare/notes.md"
     if notes.exists():
         doc += [notes.read_text().rstrip(), ""]
+    collectives = ROOT / "bench/compare/collectives.md"  # written by compare_coll.py
+    if collectives.exists():
+        doc += [collectives.read_text().rstrip(), ""]
     (ROOT / "docs/benchmarks.md").write_text("\n".join(doc))
     print("wrote docs/benchmarks.md", file=sys.stderr)
 
