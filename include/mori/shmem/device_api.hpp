@@ -6,6 +6,7 @@
 #include "mori/shmem/atomic.hpp"
 #include "mori/shmem/barrier.hpp"
 #include "mori/shmem/collectives.hpp"
+#include "mori/shmem/ctx.hpp"
 #include "mori/shmem/lock.hpp"
 #include "mori/shmem/query.hpp"
 #include "mori/shmem/rma.hpp"

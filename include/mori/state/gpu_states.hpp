@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mori/platform/macros.hpp"
+#include "mori/state/context.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 #include "mori/state/team.hpp"
 
@@ -126,10 +127,13 @@ struct GpuStates {
   uint32_t pad2;
   // [max_teams * team_scratch_bytes] symmetric staging of the device collectives: team index t
   // owns the team_scratch_bytes from team_scratch + t * team_scratch_bytes, the same offset in
-  // the heap on every PE (mori/shmem/coll/staged.hpp lays it out). MORI_SHMEM_TEAM_SCRATCH_SIZE.
+  // the heap on every PE (mori/shmem/coll/ lays it out). MORI_SHMEM_TEAM_SCRATCH_SIZE.
   uint8_t* team_scratch;
   uint64_t team_scratch_bytes;
-  uint64_t reserved[1];
+  // This PE's context pool (state/context.hpp): which QP indices belong to live contexts. In
+  // memory both the host and the device update atomically (host-visible, coherent on the hip
+  // backend), so that ctx_create from either side draws from one pool.
+  ContextPool* contexts;
 };
 static_assert(sizeof(GpuStates) == 176,
               "GpuStates is the runtime/device ABI: bump kGpuStatesAbiVersion");
