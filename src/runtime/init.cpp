@@ -139,6 +139,7 @@ Status build(Runtime& rt) {
   MORI_TRY(backend::alloc_host_visible(sizeof(state::DeviceError), &error));
   rt.error = static_cast<state::DeviceError*>(error);
   std::memset(rt.error, 0, sizeof(state::DeviceError));
+  MORI_TRY(runtime::open_contexts(rt));
   MORI_TRY(rt.publish());
   return boot.barrier();
 }

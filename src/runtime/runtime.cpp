@@ -77,6 +77,7 @@ Status Runtime::publish() {
   s.max_teams = static_cast<int32_t>(teams.size());
   s.team_scratch = reinterpret_cast<uint8_t*>(memory->base() + team_scratch_offset);
   s.team_scratch_bytes = settings.team_scratch;
+  s.contexts = contexts.get();
   if (rdma) {
     s.rdma_endpoints = rdma->device_endpoints();
     s.nic = static_cast<uint8_t>(rdma->nic());

@@ -41,6 +41,11 @@ struct Region {
   DeviceArray d_peer_bases, d_remote_bases, d_rkeys;
 };
 
+// Frees memory from backend::alloc_host_visible.
+struct HostVisibleFree {
+  void operator()(void* p) const { backend::free_host_visible(p); }
+};
+
 struct Runtime {
   env::Settings settings;
   std::unique_ptr<bootstrap::Bootstrap> boot;
@@ -59,6 +64,9 @@ struct Runtime {
   DeviceArray d_transports, d_peer_bases, d_remote_bases, d_rkeys, d_regions;
   std::map<uint64_t, std::unique_ptr<Region>> regions;  // by base
   state::DeviceError* error = nullptr;                  // host-visible device-error record
+  // This PE's context pool (state/context.hpp), host-visible: the host API and device code both
+  // claim and release QPs in it (runtime/contexts.cpp, shmem/ctx.hpp).
+  std::unique_ptr<state::ContextPool, HostVisibleFree> contexts;
   size_t internal_offset = 0;
   // The device collectives' staging (GpuStates::team_scratch): max_teams slices of
   // settings.team_scratch bytes, allocated right after the internal area.
@@ -90,6 +98,9 @@ std::mutex& api_mutex();
 Runtime* current();  // null outside init..finalize
 void set_current(std::unique_ptr<Runtime> rt);
 std::unique_ptr<Runtime> take_current();
+
+// Allocates the context pool with only the default context (QP 0) live (runtime/contexts.cpp).
+Status open_contexts(Runtime& rt);
 
 // The runtime, or null after reporting "<api>: not initialised" when there is none.
 Runtime* require(const char* api);

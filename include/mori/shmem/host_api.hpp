@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "mori/shmem/unique_id.hpp"
+#include "mori/state/context.hpp"
 #include "mori/state/team.hpp"
 
 namespace mori::shmem {
@@ -113,8 +114,9 @@ using state::kTeamShared;
 using state::kTeamWorld;
 using state::Team;
 
-// shmem_team_config_t. mori has no communication contexts, so num_contexts is accepted, kept for
-// team_get_config, and has no other effect.
+// shmem_team_config_t. mori's contexts are made from the world alone (ctx_create: no
+// shmem_team_create_ctx yet), so num_contexts is accepted, kept for team_get_config, and has no
+// other effect.
 struct TeamConfig {
   int num_contexts = 0;
 };
@@ -146,6 +148,31 @@ int team_get_config(Team team, long config_mask, TeamConfig* config);
 // Collective over `team`, after every member's device work with it is done; frees its index. The
 // predefined teams cannot be destroyed; kTeamInvalid is a no-op.
 int team_destroy(Team team);
+
+// ---- contexts (OpenSHMEM 1.5, section 9.5) -----------------------------------------------------
+// A context is one of this PE's RDMA queue-pair indices (state/context.hpp): QP 0 is kCtxDefault,
+// the others (1 to MORI_NUM_QP_PER_PE - 1) are handed out one per live context from a pool that
+// device code's ctx_create<S> (shmem/ctx.hpp) draws from too. Not collective, and any thread may
+// call them.
+using state::Ctx;
+using state::kCtxDefault;
+using state::kCtxInvalid;
+using state::kCtxNoStore;
+using state::kCtxPrivate;
+using state::kCtxSerialized;
+
+// As shmem_ctx_create: *ctx gets a free QP, whatever the options (kCtxPrivate, kCtxSerialized,
+// kCtxNoStore or 0; each context has a QP of its own, so none changes what it gets). 0 on success;
+// -1, *ctx = kCtxInvalid and the reason when every QP beyond the default is taken, on unknown
+// option bits, or before init.
+int ctx_create(long options, Ctx* ctx);
+// As shmem_ctx_destroy, returning 0 or -1 (OpenSHMEM: void): frees ctx's QP for a later create.
+// kCtxInvalid is a no-op (as OpenSHMEM 1.5 and rocSHMEM); the default context, an index that is
+// no context of this job, and a context that is not live (destroyed twice) fail with the reason.
+// The host cannot quiet the device's QPs: end the device work on ctx with ctx_quiet first (the
+// device's ctx_destroy<S> quiets by itself, as OpenSHMEM's does). A QP freed with operations still
+// in flight stays correct for its next owner, whose quiet then waits for them too.
+int ctx_destroy(Ctx ctx);
 
 // ---- synchronisation and modules ----------------------------------------------------------------
 // Every PE waits for all others; memory writes made before the barrier are visible to all PEs
