@@ -159,7 +159,7 @@ Status load(Settings* out) {
     s.heap_size = chunks * chunk;
   }
   if (read("MORI_NUM_QP_PER_PE", &text)) {
-    MORI_TRY(parse_at_least("MORI_NUM_QP_PER_PE", text, 1, 64, &value));
+    MORI_TRY(parse_at_least("MORI_NUM_QP_PER_PE", text, 1, state::kMaxQpPerPe, &value));
     s.num_qp_per_pe = static_cast<int>(value);
   }
   if (read("MORI_SHMEM_BOOTSTRAP_TIMEOUT", &text)) {

@@ -20,7 +20,7 @@ namespace mori::env {
 Status parse_size(const char* variable, const std::string& text, size_t* out);
 // A non-negative decimal integer no greater than `max`. Errors quote the text:
 //   MORI_SHMEM_TIMEOUT_MS="-1" is not a non-negative integer
-//   MORI_NUM_QP_PER_PE="65" is too large: the most accepted is 64
+//   MORI_NUM_QP_PER_PE="257" is too large: the most accepted is 256
 Status parse_uint(const char* variable, const std::string& text, uint64_t max, uint64_t* out);
 
 // Refuses a NIC family the build's device code does not carry. `providers` is the build's list as
@@ -30,10 +30,10 @@ Status parse_uint(const char* variable, const std::string& text, uint64_t max, u
 Status check_nic_built(state::Nic nic, std::string_view providers);
 
 struct Settings {
-  size_t heap_size = size_t{1} << 30;                  // MORI_SHMEM_HEAP_SIZE, default 1G
-  heap::Mode heap_mode = heap::Mode::Static;           // MORI_SHMEM_MODE=static_heap|vmm_heap
-  size_t vmm_chunk_size = size_t{64} << 20;            // MORI_SHMEM_VMM_CHUNK_SIZE, default 64M
-  int num_qp_per_pe = 4;                               // MORI_NUM_QP_PER_PE, 1..64
+  size_t heap_size = size_t{1} << 30;         // MORI_SHMEM_HEAP_SIZE, default 1G
+  heap::Mode heap_mode = heap::Mode::Static;  // MORI_SHMEM_MODE=static_heap|vmm_heap
+  size_t vmm_chunk_size = size_t{64} << 20;   // MORI_SHMEM_VMM_CHUNK_SIZE, default 64M
+  int num_qp_per_pe = 4;  // MORI_NUM_QP_PER_PE, 1..256 (state::kMaxQpPerPe: contexts)
   std::chrono::milliseconds bootstrap_timeout{30000};  // MORI_SHMEM_BOOTSTRAP_TIMEOUT, in seconds
   uint64_t timeout_ms = 0;      // MORI_SHMEM_TIMEOUT_MS: device wait deadline, 0 = none
   bool check_symmetry = false;  // MORI_SHMEM_CHECK_SYMMETRY=0|1, default 1 in debug builds
