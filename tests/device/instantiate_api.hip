@@ -4,8 +4,8 @@
 // unsupported atomic width, a builtin that rejects a dependent argument).
 //
 // One kernel per family (rma, strided, single, sync, query, atomic, lock, signal, wait, barrier,
-// collectives); each expands the family's type list from its X-macro. A kernel's arguments are
-// opaque so that nothing is folded away.
+// collectives, ctx); each expands the family's type list from its X-macro. A kernel's arguments
+// are opaque so that nothing is folded away.
 #include "mori/shmem.hpp"
 #include "mori/shmem/device_api.hpp"
 
@@ -275,3 +275,35 @@ MORI_KERNEL void instantiate_collectives(void* dst, const void* src, size_t n, i
   });
 }
 #undef MORI_INSTANTIATE_
+
+// ---- ctx: contexts made and destroyed in every scope, and each shape of ctx_ form once (each
+// forwards to a call instantiated for every type above) --------------------------------------------
+MORI_KERNEL void instantiate_ctx(uint64_t* at, int pe, shmem::Ctx* ctx, uint64_t* out) {
+  for_each_scope([&]<typename S>() {
+    *out += shmem::ctx_create<S>(shmem::kCtxPrivate, ctx);
+    const shmem::SymmObj<uint64_t> obj{at, 8};
+    shmem::ctx_putmem_nbi<S>(*ctx, at, at + 4, 8, pe);
+    shmem::ctx_getmem<S>(*ctx, at, at + 4, 8, pe);
+    shmem::ctx_put<S>(*ctx, obj, 1, at, 2, pe);
+    shmem::ctx_get_nbi<S>(*ctx, at, obj, 1, 2, pe);
+    shmem::ctx_iput<S>(*ctx, at, at + 4, 2, 1, 2, pe);
+    shmem::ctx_put_signal_nbi<S>(*ctx, at, at + 4, 2, at + 7, 1, shmem::SIGNAL_ADD, pe);
+    shmem::ctx_destroy<S>(*ctx);
+  });
+  const shmem::Ctx c = *ctx;
+  shmem::ctx_p(c, at, uint64_t{1}, pe);
+  *out += shmem::ctx_g(c, at, pe);
+  shmem::ctx_atomic_inc(c, at, pe);
+  shmem::ctx_atomic_xor(c, at, 3, pe);
+  *out += shmem::ctx_atomic_fetch(c, at, pe);
+  *out += shmem::ctx_atomic_compare_swap(c, at, 1, 2, pe);
+  shmem::ctx_atomic_fetch_add_nbi(c, out, at, 1, pe);
+  shmem::ctx_atomic_fetch_inc_nbi(c, out, at, pe);
+  shmem::ctx_atomic_fetch_nbi(c, out, static_cast<const uint64_t*>(at), pe);
+  shmem::ctx_atomic_compare_swap_nbi(c, out, at, 1, 2, pe);
+  shmem::ctx_atomic_nonfetch(c, at, 1, shmem::AMO_ADD, pe);
+  *out += shmem::ctx_atomic_fetch_op(c, at, 1, 0, shmem::AMO_FETCH_ADD, pe);
+  shmem::ctx_signal_op(c, at, 1, shmem::SIGNAL_SET, pe);
+  shmem::ctx_fence(c);
+  shmem::ctx_quiet(c);
+}
