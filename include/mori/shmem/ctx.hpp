@@ -104,9 +104,11 @@ MORI_DEVICE int create_context(long options, int32_t* qp) {
   const bool no_runtime = s.contexts == nullptr;
   if (S::leader()) *qp = bad_options || no_runtime ? -1 : claim_context(s);
   S::sync();  // *qp is written before any participant reads it
+  const int32_t got = *qp;
+  S::sync();  // and read by all before a participant may write it again (a second create)
   if (bad_options) return state::kCtxBadOptions;
   if (no_runtime) return state::kCtxNoRuntime;
-  return *qp < 0 ? state::kCtxNoFreeQp : state::kCtxCreated;
+  return got < 0 ? state::kCtxNoFreeQp : state::kCtxCreated;
 }
 
 // Quiets `ctx`, then returns its QP to the pool. Checked builds trap on the default context, on a
