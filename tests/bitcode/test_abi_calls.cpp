@@ -317,6 +317,51 @@ TEST_CASE("abi.signal_wait") {
   signal_op_blocking_arrays(s);
 }
 
+namespace {
+
+// Contexts through the C ABI (run by abi.query_barrier: no ctest entry of its own). The module's
+// device state points to the runtime's pool (module_init copies the address), so the module's
+// creations and the host API's draw from one pool; a context's RMA is the _qp entry with its index.
+void abi_contexts(const AbiSession& s) {
+  auto* create_thread = fn<int(long, int*)>("mori_shmem_ctx_create_thread");
+  auto* create_block = fn<int(long, int*)>("mori_shmem_ctx_create_block");
+  auto* destroy_thread = fn<int(int)>("mori_shmem_ctx_destroy_thread");
+  auto* destroy_block = fn<int(int)>("mori_shmem_ctx_destroy_block");
+  auto* ctx_quiet = fn<int(int)>("mori_shmem_ctx_quiet_thread");
+  auto* ctx_fence = fn<int(int)>("mori_shmem_ctx_fence_thread");
+  auto* putmem_nbi = fn<int(void*, const void*, size_t, int, int)>("mori_shmem_putmem_nbi_thread");
+  auto* word = symmetric<int64_t>(1);
+  int a = 0, b = 0;
+  launch({1}, {1}, [&] {
+    CHECK(create_thread(shmem::kCtxPrivate, &a) == shmem::kCtxCreated);
+    CHECK(create_thread(8, &b) == shmem::kCtxBadOptions);
+  });
+  CHECK(a == 1);
+  CHECK(b == -1);
+  launch({1}, {4}, [&] { CHECK(create_block(0, &b) == shmem::kCtxCreated); });
+  CHECK(b == 2);
+  shmem::Ctx h{};
+  REQUIRE(shmem::ctx_create(0, &h) == 0);
+  CHECK(h.qp == 3);  // the last of MORI_NUM_QP_PER_PE's default 4
+  const int64_t mine = 1000 + s.me;
+  launch({1}, {1}, [&] {
+    CHECK(putmem_nbi(word, &mine, sizeof mine, s.next, a) == 0);
+    CHECK(ctx_fence(a) == 0);
+    CHECK(ctx_quiet(a) == 0);
+    CHECK(destroy_thread(a) == 0);
+  });
+  launch({1}, {4}, [&] { CHECK(destroy_block(b) == 0); });
+  REQUIRE(shmem::ctx_destroy(h) == 0);
+  REQUIRE(shmem::ctx_create(0, &h) == 0);
+  CHECK(h.qp == 1);  // every context is free again
+  REQUIRE(shmem::ctx_destroy(h) == 0);
+  barrier();
+  CHECK(*word == 1000 + s.prev);
+  shmem::free(word);
+}
+
+}  // namespace
+
 TEST_CASE("abi.query_barrier") {
   AbiSession s;
   auto* x = symmetric<int32_t>(1);
@@ -358,4 +403,5 @@ TEST_CASE("abi.query_barrier") {
   launch({1}, {4}, [&] { CHECK(team_sync_block(shmem::kTeamWorld) == 0); });
   launch({1}, {64}, [&] { CHECK(team_barrier_warp(shmem::kTeamWorld) == 0); });
   launch({1}, {1}, [&] { CHECK(team_barrier_thread(shmem::kTeamWorld) == 0); });
+  abi_contexts(s);
 }
