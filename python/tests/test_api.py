@@ -211,6 +211,16 @@ def test_ir_bitcode_and_manifest(ir):
     assert [p["name"] for p in f["params"]] == ["dest", "val", "pe", "qpId"]
     assert ir.llvm_declaration("int32_p") == "declare i32 @mori_shmem_int32_p(ptr, i32, i32, i32)"
     assert ir.llvm_declaration("char_g") == "declare signext i8 @mori_shmem_char_g(ptr, i32, i32)"
+    # The team, collective and context families are in the manifest a front end declares from.
+    assert ir.llvm_declaration("team_sync_block") == "declare i32 @mori_shmem_team_sync_block(i32)"
+    assert (ir.llvm_declaration("reduce_float_block") ==
+            "declare i32 @mori_shmem_reduce_float_block(i32, ptr, ptr, i64, i32)")
+    assert [p["name"] for p in ir.function("reducescatter_int64_warp")["params"]] == [
+        "team", "dest", "source", "nreduce", "op"]
+    assert (ir.llvm_declaration("broadcastmem_thread") ==
+            "declare i32 @mori_shmem_broadcastmem_thread(i32, ptr, ptr, i64, i32)")
+    assert ir.function("fcollectmem_warp")["scope"] == "warp"
+    assert ir.function("ctx_quiet_thread")["scope"] == "thread"
     with pytest.raises(KeyError, match="did you mean mori_shmem_int32_p"):
         ir.function("int32_pp")
 

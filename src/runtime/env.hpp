@@ -29,6 +29,9 @@ Status parse_uint(const char* variable, const std::string& text, uint64_t max, u
 //   -DMORI_RDMA_PROVIDERS="mlx5;bnxt")
 Status check_nic_built(state::Nic nic, std::string_view providers);
 
+inline constexpr int kDefaultMaxTeams = 64;
+inline constexpr size_t kDefaultTeamScratch = size_t{32} << 10;
+
 struct Settings {
   size_t heap_size = size_t{1} << 30;         // MORI_SHMEM_HEAP_SIZE, default 1G
   heap::Mode heap_mode = heap::Mode::Static;  // MORI_SHMEM_MODE=static_heap|vmm_heap
@@ -51,11 +54,11 @@ struct Settings {
   int pes_per_node = 0;         // MORI_SHMEM_PES_PER_NODE: testing only, see runtime/node.hpp
   int ib_gid_index = -1;        // MORI_IB_GID_INDEX 0..255; -1: a RoCE v2 entry, 0 on InfiniBand
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536
-  int max_teams = 64;           // MORI_SHMEM_MAX_TEAMS: live teams per PE, predefined ones included
+  int max_teams = kDefaultMaxTeams;  // MORI_SHMEM_MAX_TEAMS: live teams per PE, predefined included
   // MORI_SHMEM_TEAM_SCRATCH_SIZE: symmetric staging per team index for the device collectives
   // that go over RDMA (mori/shmem/coll/staged.hpp), a multiple of kTeamScratchGranule from
   // kTeamScratchMin to kTeamScratchMax. The runtime reserves max_teams of them in the heap.
-  size_t team_scratch = size_t{32} << 10;
+  size_t team_scratch = kDefaultTeamScratch;
 };
 
 inline constexpr size_t kTeamScratchGranule = 256;

@@ -107,6 +107,10 @@ Runtime* require(const char* api);
 
 // Bytes of the heap the runtime keeps for itself at offset 0 (device barriers, signals).
 inline constexpr size_t kInternalBytes = 128 << 10;
+// What the runtime reserves at the start of the heap with the default settings: the internal area,
+// then the collectives' staging (init.cpp); user allocations follow.
+inline constexpr size_t kDefaultReservedBytes =
+    kInternalBytes + env::kDefaultMaxTeams * env::kDefaultTeamScratch;
 static_assert((state::kTeamSyncFirstWord + state::kTeamSyncWordsPerTeam * env::kMaxTeamsLimit) *
                       sizeof(uint64_t) <=
                   kInternalBytes,

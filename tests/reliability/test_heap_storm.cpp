@@ -22,8 +22,8 @@ constexpr int kThreads = 4;
 
 constexpr size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-// First fit after the runtime's area at offset 0: blocks of kBlock every round_up(kBlock) bytes.
-constexpr size_t kFirst = round_up(mori::runtime::kInternalBytes, kAlign);
+// First fit after the runtime's areas at offset 0: blocks of kBlock every round_up(kBlock) bytes.
+constexpr size_t kFirst = round_up(mori::runtime::kDefaultReservedBytes, kAlign);
 constexpr size_t kStride = round_up(kBlock, kAlign);
 constexpr size_t kFits = (kHeap - kFirst - kBlock) / kStride + 1;
 constexpr size_t kTail = kHeap - (kFirst + (kFits - 1) * kStride + kBlock);

@@ -158,10 +158,9 @@ MORI_DEVICE void scoped_sync(Leader&& leader) {
 template <Scope S = Thread>
 MORI_DEVICE void barrier_all() {
   detail::scoped_sync<S>([] {
-    detail::sync_leader<true>("barrier_all",
-                              {0, 1, state::pe_count(), state::this_pe(), detail::kBarrierArrivals,
-                               detail::kBarrierEpoch, detail::kBarrierRdmaArrivals,
-                               state::kTeamInvalid});
+    detail::sync_leader<true>(
+        "barrier_all", {0, 1, state::pe_count(), state::this_pe(), detail::kBarrierArrivals,
+                        detail::kBarrierEpoch, detail::kBarrierRdmaArrivals, state::kTeamInvalid});
   });
 }
 
