@@ -9,7 +9,7 @@
 // result. Each repetition is one launch per PE in which one scope instance runs the warmup calls,
 // then times --iters calls; the repetition's figure is the slowest PE's time per call, and the
 // median over repetitions is reported with the fastest and slowest. Bandwidth is the collective's
-// volume, the bytes it delivers into each PE's dest from other PEs (volume_of below), per call.
+// volume, the bytes it writes into each PE's dest (volume_of below), per call.
 // --memcpy also times std::memcpy of that volume between two local buffers in the same program,
 // repetition by repetition: the bound for moving that volume on one CPU.
 #include <mpi.h>
@@ -37,11 +37,12 @@ namespace {
 const std::vector<std::string> kColls = {"broadcast", "fcollect", "collect",
                                          "alltoall",  "reduce",   "reducescatter"};
 
-// Bytes delivered into each PE's dest from other PEs by one call (broadcast: a PE other than the
-// root).
+// The bytes one call writes into each PE's dest: its data volume, whose memcpy is the bound the
+// bandwidth is held to (fcollect, collect and alltoall: a block from every member, this PE's own
+// included, since the call copies that one too).
 size_t volume_of(const std::string& coll, size_t size, int npes) {
   if (coll == "broadcast" || coll == "reduce" || coll == "reducescatter") return size;
-  return size * (npes - 1);
+  return size * npes;
 }
 
 struct Buffers {

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     const char* coll = argv[a];
     for (size_t size = min_size; size <= max_size;) {
       const size_t volume =
-          !strcmp(coll, "broadcast") || !strcmp(coll, "reduce") ? size : size * (npes - 1);
+          !strcmp(coll, "broadcast") || !strcmp(coll, "reduce") ? size : size * npes;
       size_t cap = ((size_t)256 << 20) / volume;
       const int iters = (int)(cap < (size_t)iters0 ? (cap < 3 ? 3 : cap) : (size_t)iters0);
       const int warmup = warmup0 < iters ? warmup0 : iters;
