@@ -12,11 +12,12 @@
 #include <string_view>
 
 #include "fuzz_common.hpp"
+#include "mori/state/context.hpp"
 #include "runtime/env.hpp"
 
 namespace {
 
-constexpr std::array<const char*, 12> kVariables = {
+constexpr std::array<const char*, 14> kVariables = {
     "MORI_SHMEM_HEAP_SIZE",
     "MORI_SHMEM_MODE",
     "MORI_SHMEM_VMM_CHUNK_SIZE",
@@ -29,6 +30,8 @@ constexpr std::array<const char*, 12> kVariables = {
     "MORI_SHMEM_PES_PER_NODE",
     "MORI_IB_GID_INDEX",
     "MORI_RDMA_SQ_WQES",
+    "MORI_SHMEM_MAX_TEAMS",
+    "MORI_SHMEM_TEAM_SCRATCH_SIZE",
 };
 // Indices into kVariables.
 enum Var { kHeapSize = 0, kMode = 1, kChunk = 2, kSymmetry = 6, kDevices = 7, kNic = 8 };
@@ -97,7 +100,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     FUZZ_CHECK(values[kMode].empty() || values[kMode] == "static_heap");
   }
-  FUZZ_CHECK(out.num_qp_per_pe >= 1 && out.num_qp_per_pe <= 64);
+  FUZZ_CHECK(out.num_qp_per_pe >= 1 && out.num_qp_per_pe <= mori::state::kMaxQpPerPe);
+  FUZZ_CHECK(out.max_teams >= 3 && out.max_teams <= mori::env::kMaxTeamsLimit);
+  FUZZ_CHECK(out.team_scratch >= mori::env::kTeamScratchMin &&
+             out.team_scratch <= mori::env::kTeamScratchMax &&
+             out.team_scratch % mori::env::kTeamScratchGranule == 0);
   FUZZ_CHECK(out.bootstrap_timeout.count() > 0);
   FUZZ_CHECK(out.pes_per_node >= 0 && out.pes_per_node <= (1 << 20));
   FUZZ_CHECK(out.ib_gid_index >= -1 && out.ib_gid_index <= 255);
