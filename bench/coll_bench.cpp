@@ -89,21 +89,6 @@ double timed(const std::string& coll, Buffers& b, size_t size, size_t volume, in
   return 1e-9 * static_cast<double>(end - start);
 }
 
-struct Stats {
-  double median, min, max;
-};
-Stats stats_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
-}
-
-template <typename F>
-auto with_scope(const std::string& scope, F&& f) {
-  if (scope == "warp") return f.template operator()<mori::Warp>();
-  if (scope == "block") return f.template operator()<mori::Block>();
-  return f.template operator()<mori::Thread>();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,17 +164,17 @@ int main(int argc, char** argv) {
       for (int r = 0; r < reps; ++r) {
         for (int m = 0; m <= (memcpy_ref ? 1 : 0); ++m) {
           bench::rendezvous();
-          double s = with_scope(scope, [&]<typename S>() {
+          double s = bench::with_scope(scope, [&]<typename S>() {
             return timed<S>(coll, buf, size, volume, n, std::min(warmup, n), m == 1, lanes, pin);
           });
           MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
           (m ? ref : lib).push_back(1e6 * s / n);
         }
       }
-      const Stats l = stats_of(lib);
+      const bench::Stats l = bench::stats_of(lib);
       const double gbps = volume / (l.median * 1e3);
       if (me == 0) {
-        const Stats c = memcpy_ref ? stats_of(ref) : Stats{0, 0, 0};
+        const bench::Stats c = memcpy_ref ? bench::stats_of(ref) : bench::Stats{0, 0, 0};
         if (json) {
           nlohmann::json row = {{"bench", "coll_bench"}, {"coll", coll},   {"lib", "mori"},
                                 {"npes", npes},          {"scope", scope}, {"size", size},

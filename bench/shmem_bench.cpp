@@ -69,6 +69,11 @@ void pin_lane(unsigned n) {
   pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
 }
 
+Stats stats_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
 namespace {
 
 unsigned lanes_per_block(const Options& opt) {
@@ -84,14 +89,6 @@ int units_of(const Options& opt, unsigned block) {
 }
 
 unsigned char pattern(int pe, size_t i) { return static_cast<unsigned char>(i * 7 + pe * 13 + 1); }
-
-struct Stats {
-  double median, min, max;
-};
-Stats stats_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
-}
 
 // The figure of one repetition from every PE's seconds (rank 0 only).
 double figure_of(const Spec& spec, const Run& run, const std::vector<double>& seconds,

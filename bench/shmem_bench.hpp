@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "mori/core.hpp"
 #include "mori/host/launch.hpp"
@@ -138,6 +139,11 @@ double with_scope(const std::string& scope, F&& f) {
 // CLI::ValidationError otherwise); every PE meets, sleeping while it waits; pins the calling lane
 // to the n-th CPU this process may use.
 size_t parse_size(const std::string& text);
+// The median, fastest and slowest of a program's repetitions.
+struct Stats {
+  double median, min, max;
+};
+Stats stats_of(std::vector<double> v);
 void rendezvous();
 void pin_lane(unsigned n);
 
