@@ -84,16 +84,16 @@ MORI_DEVICE uint8_t* team_scratch(const TeamView& v) {
 }
 MORI_DEVICE uint64_t team_scratch_bytes() { return state::gpu_states().team_scratch_bytes; }
 
-// Fails when a staging area of `bytes` per member does not fit the team's scratch.
-MORI_DEVICE bool check_staging(const char* call, const TeamView& v, uint64_t need) {
-  if (need <= team_scratch_bytes()) return true;
+// Traps when a staging area of `need` bytes does not fit the team's scratch (fail() does not
+// return).
+MORI_DEVICE void check_staging(const char* call, const TeamView& v, uint64_t need) {
+  if (need <= team_scratch_bytes()) return;
   state::fail({state::DeviceErrorCode::kBadArgument, state::this_pe(), 0, need},
               [&](state::Message& m) {
                 m << call << ": team " << v.team << " of " << v.size() << " PEs needs " << need
                   << " bytes of staging, more than MORI_SHMEM_TEAM_SCRATCH_SIZE ("
                   << team_scratch_bytes() << ")";
               });
-  return false;
 }
 
 }  // namespace mori::shmem::detail::coll

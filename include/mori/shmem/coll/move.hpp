@@ -103,7 +103,7 @@ MORI_DEVICE void fcollect(const char* call, Team team, T* dest, const T* source,
 template <Scope S, typename T>
 MORI_DEVICE void collect(const char* call, Team team, T* dest, const T* source, size_t nelems) {
   const TeamView v = team_view(call, team);
-  if (!check_staging(call, v, sizeof(uint64_t) * v.size())) return;
+  check_staging(call, v, sizeof(uint64_t) * v.size());
   uint64_t* counts = reinterpret_cast<uint64_t*>(team_scratch(v));
   if (S::leader())
     for (int i = 0; i < v.size(); ++i) p(counts + v.me(), uint64_t{nelems}, v.pe(v.rotated(i)));

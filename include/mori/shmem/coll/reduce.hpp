@@ -132,7 +132,7 @@ template <Scope S, typename C, typename T, typename Contribution>
 MORI_DEVICE void combine_staged(const char* call, const C& c, const TeamView& v, T* out, size_t n,
                                 Contribution&& contribution) {
   const uint64_t half = team_scratch_bytes() / 2, slot = half / v.size() / sizeof(T) * sizeof(T);
-  if (!check_staging(call, v, 2 * sizeof(T) * v.size())) return;
+  check_staging(call, v, 2 * sizeof(T) * v.size());
   const size_t chunk = slot / sizeof(T), rounds = n == 0 ? 0 : (n + chunk - 1) / chunk;
   uint8_t* scratch = team_scratch(v);
   auto slot_of = [&](size_t round, int member) {
