@@ -1,5 +1,6 @@
 // Shared by the collectives suite (test_device_collectives.cpp, device_collectives_reduce.cpp): the
-// teams the collectives run on, and a guarded symmetric buffer checked against an expected image.
+// members of a team, and a guarded symmetric buffer checked against an expected image. The suite
+// runs on the world and on the strided Halves (halves.hpp).
 #pragma once
 
 #include <cstring>
@@ -7,27 +8,9 @@
 #include <vector>
 
 #include "device_harness.hpp"
+#include "halves.hpp"
 
 namespace mori::test {
-
-// The collectives run on the world and on strided teams: the even world PEs (0, 2, ...) and the
-// odd ones, each a team of stride 2 (sizes 1 and 1 at 2 PEs, 2 and 1 at 3, 2 and 2 at 4). Both
-// splits are collective over the world; each PE then uses the one it belongs to, so the two teams
-// run their collectives at the same time.
-struct CollTeams {
-  shmem::Team evens = shmem::kTeamInvalid, odds = shmem::kTeamInvalid;
-  CollTeams() {
-    const int n = shmem::n_pes();
-    REQUIRE(shmem::team_split_strided(shmem::kTeamWorld, 0, 2, (n + 1) / 2, nullptr, 0, &evens) ==
-            0);
-    REQUIRE(shmem::team_split_strided(shmem::kTeamWorld, 1, 2, n / 2, nullptr, 0, &odds) == 0);
-  }
-  ~CollTeams() {
-    CHECK(shmem::team_destroy(evens) == 0);
-    CHECK(shmem::team_destroy(odds) == 0);
-  }
-  shmem::Team strided() const { return shmem::my_pe() % 2 == 0 ? evens : odds; }
-};
 
 // The world PE of each member of `team`, in team order.
 inline std::vector<int> members_of(shmem::Team team) {

@@ -170,9 +170,9 @@ TEST_CASE_TEMPLATE_DEFINE("reduce and reducescatter: every operator, every eleme
   ScopedEnv scratch("MORI_SHMEM_TEAM_SCRATCH_SIZE", std::to_string(kScratch).c_str());
   Session s;
   Buffers<T> b;
-  CollTeams teams;
+  Halves teams;
   run<Thread>(shmem::kTeamWorld, b);
-  run<Warp>(teams.strided(), b);
+  run<Warp>(teams.mine(), b);
   run<Block>(shmem::kTeamWorld, b);
   REQUIRE(shmem::barrier_all() == 0);
 }

@@ -128,8 +128,8 @@ TEST_CASE_TEMPLATE("broadcast, fcollect, collect, alltoall(s): every element on 
   Session s;
   Buffers b;
   run_all<S>(shmem::kTeamWorld, b);
-  CollTeams teams;
-  run_all<S>(teams.strided(), b);
+  Halves teams;
+  run_all<S>(teams.mine(), b);
   REQUIRE(shmem::barrier_all() == 0);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device_harness.hpp"
+#include "halves.hpp"
 
 namespace shmem = mori::shmem;
 using namespace mori::test;
@@ -86,31 +87,13 @@ Team split_world(int n) {
 template <typename S>
 constexpr int kRounds = std::is_same_v<S, Thread> ? 100 : 20;
 
-// Evens and odds of the world, each PE in one of them.
-struct Halves {
-  Halves(int n) {
-    REQUIRE_MESSAGE(
-        shmem::team_split_strided(shmem::kTeamWorld, 0, 2, (n + 1) / 2, nullptr, 0, &evens) == 0,
-        shmem::last_error());
-    REQUIRE_MESSAGE(
-        shmem::team_split_strided(shmem::kTeamWorld, 1, 2, n / 2, nullptr, 0, &odds) == 0,
-        shmem::last_error());
-  }
-  ~Halves() {
-    CHECK(shmem::team_destroy(evens) == 0);
-    CHECK(shmem::team_destroy(odds) == 0);
-  }
-  Team mine(int me) const { return me % 2 == 0 ? evens : odds; }
-  Team evens = shmem::kTeamInvalid, odds = shmem::kTeamInvalid;
-};
-
 }  // namespace
 
 TEST_CASE("team queries: the device's table answers as the host's") {
   Session s;
   for (Team t : {shmem::kTeamWorld, shmem::kTeamShared, shmem::kTeamSameLocalIndex})
     check_device_queries(t);
-  Halves h(s.n);
+  Halves h;
   check_device_queries(h.evens);
   check_device_queries(h.odds);
   check_device_queries(shmem::kTeamInvalid);
@@ -123,8 +106,8 @@ TEST_CASE_TEMPLATE("team_barrier and team_sync order the members' writes", S, Th
   CHECK(rounds_on<S>(shmem::kTeamWorld, b, kRounds<S>) == 0);
   // Two disjoint teams at once: each waits for its own members only (waiting for the other
   // team's PEs would time out, since they never arrive at this team's counts).
-  Halves h(s.n);
-  if (shmem::team_n_pes(h.mine(s.me)) > 0) CHECK(rounds_on<S>(h.mine(s.me), b, kRounds<S>) == 0);
+  Halves h;
+  if (shmem::team_n_pes(h.mine()) > 0) CHECK(rounds_on<S>(h.mine(), b, kRounds<S>) == 0);
   REQUIRE(shmem::barrier_all() == 0);
 }
 
