@@ -27,9 +27,11 @@ using Elem = uint32_t;
 Elem sent(int from_world_pe, size_t i) { return value_of<Elem>(from_world_pe, i) | (i << 8); }
 
 // collect's count for member i in case z: 0 or 1 in case 0 (so some members send nothing), else
-// the case's size plus i (every member a different count).
+// the case's size plus i (every member a different count); in the last case member 1 sends 3, so
+// that over P2P some blocks fit a mailbox and the others do not.
 size_t collect_count(size_t z, int i) {
-  return z == 0 ? static_cast<size_t>(i % 2) : kSizes[z] + i;
+  if (z == 0) return static_cast<size_t>(i % 2);
+  return z + 1 == kCases && i == 1 ? 3 : kSizes[z] + i;
 }
 
 struct Buffers {
@@ -130,6 +132,43 @@ TEST_CASE_TEMPLATE("broadcast, fcollect, collect, alltoall(s): every element on 
   run_all<S>(shmem::kTeamWorld, b);
   Halves teams;
   run_all<S>(teams.mine(), b);
+  REQUIRE(shmem::barrier_all() == 0);
+}
+
+// Flagged broadcasts let the root run ahead of the members it sends to (coll/flags.hpp): here every
+// PE but world PE 0 dawdles before each call, and PE 0 is the root of the last 8 calls, so it runs
+// ahead as far as the mailbox sets allow. Each call has its own dest slot, whose value must reach
+// every member; then PE 0 broadcasts enough to be a push into the last call's slot, which must wait
+// until the slow members have finished filling it from their mailboxes; a flagged fcollect follows.
+TEST_CASE_TEMPLATE("flagged broadcasts run ahead without losing a call; a push after them waits", S,
+                   Thread, Block) {
+  Session s;
+  constexpr int kCalls = 24;
+  constexpr size_t kSmall = 3, kPush = 600;  // 12 bytes go flagged, 2400 bytes are a push
+  auto root = [&](int c) { return c < kCalls - 8 ? c % s.n : 0; };
+  CheckedSlots<Elem> dest{kCalls + 1, kPush};
+  GuardedSlots<Elem> src{kCalls + 1, kPush};
+  for (int c = 0; c < kCalls; ++c)
+    for (size_t k = 0; k < kSmall; ++k) src.slot(c)[k] = sent(s.me, k) + (c << 20);
+  for (size_t k = 0; k < kPush; ++k) src.slot(kCalls)[k] = sent(s.me, k);
+  REQUIRE(shmem::barrier_all() == 0);
+  launch({1}, block_for<S>(), [&] {
+    for (int c = 0; c < kCalls; ++c) {
+      if (s.me != 0) {
+        const uint64_t until = mori::platform::clock_ns() + 20000;
+        while (mori::platform::clock_ns() < until) {
+        }
+      }
+      shmem::broadcast<S>(shmem::kTeamWorld, dest.slot(c), src.slot(c), kSmall, root(c));
+    }
+    shmem::broadcast<S>(shmem::kTeamWorld, dest.slot(kCalls - 1), src.slot(kCalls), kPush, 0);
+    shmem::fcollect<S>(shmem::kTeamWorld, dest.slot(kCalls), src.slot(kCalls), 1);
+  });
+  for (int c = 0; c < kCalls - 1; ++c)
+    for (size_t k = 0; k < kSmall; ++k) dest.expect(c, k, sent(root(c), k) + (c << 20));
+  for (size_t k = 0; k < kPush; ++k) dest.expect(kCalls - 1, k, sent(0, k));
+  for (int i = 0; i < s.n; ++i) dest.expect(kCalls, i, sent(i, 0));
+  CHECK(dest.check() == "");
   REQUIRE(shmem::barrier_all() == 0);
 }
 

@@ -48,14 +48,18 @@ MORI_DEVICE void broadcast(const char* call, Team team, T* dest, const T* source
   const TeamView v = team_view(call, team);
   check_member(call, "root", root, v);
   const uint64_t bytes = byte_count(call, dest, nelems, sizeof(T), state::this_pe());
-  if (flagged(v, bytes)) {  // the root sends, every member sends an empty flag
+  if (flagged(v, bytes)) {  // the root sends, the others send an empty flag and wait for its
     const Mailboxes m = open_mailboxes<S>(v);
-    send_all<S>(v, m, [&](int, const void** from) {
-      *from = source;
-      return v.me() == root ? bytes : 0;
+    const bool is_root = v.me() == root;
+    send_all<S>(call, v, m, [&](int i, uint8_t* to) {
+      if (is_root && i != root) copy<S>(to, source, bytes);
     });
-    wait_all<S>(call, v, m);
-    copy<S>(dest, mailbox<T>(m, root), bytes);
+    if (is_root) {
+      copy<S>(dest, source, bytes);
+    } else {
+      wait_all<S>(call, v, m, root);
+      copy<S>(dest, mailbox<T>(v, m, root), bytes);
+    }
     S::sync();
     return;
   }
@@ -65,6 +69,7 @@ MORI_DEVICE void broadcast(const char* call, Team team, T* dest, const T* source
     meet<S, false>(call, v);  // no member reads the root's source any more
     return;
   }
+  settle<S>(call, v);
   if (v.me() == root)
     for (int i = 0; i < v.size(); ++i) push<S>(call, v, v.rotated(i), dest, source, nelems);
   meet<S, true>(call, v);
@@ -77,12 +82,9 @@ MORI_DEVICE void exchange_flagged(const char* call, const TeamView& v, T* dest, 
                                   Block&& block) {
   const uint64_t bytes = nelems * sizeof(T);
   const Mailboxes m = open_mailboxes<S>(v);
-  send_all<S>(v, m, [&](int i, const void** from) {
-    *from = block(i);
-    return bytes;
-  });
+  send_all<S>(call, v, m, [&](int i, uint8_t* to) { copy<S>(to, block(i), bytes); });
   wait_all<S>(call, v, m);
-  for (int i = 0; i < v.size(); ++i) copy<S>(dest + i * nelems, mailbox<T>(m, i), bytes);
+  for (int i = 0; i < v.size(); ++i) copy<S>(dest + i * nelems, mailbox<T>(v, m, i), bytes);
   S::sync();
 }
 
@@ -92,27 +94,57 @@ MORI_DEVICE void fcollect(const char* call, Team team, T* dest, const T* source,
   const TeamView v = team_view(call, team);
   if (flagged(v, byte_count(call, source, nelems, sizeof(T), state::this_pe())))
     return exchange_flagged<S>(call, v, dest, nelems, [&](int) { return source; });
+  settle<S>(call, v);
   for (int i = 0; i < v.size(); ++i)
     push<S>(call, v, v.rotated(i), dest + v.me() * nelems, source, nelems);
   meet<S, true>(call, v);
 }
 
-// As fcollect with a count of each member's own: the members first exchange their counts through
-// the team's staging area (one word per member), and each then pushes its block to where the
-// counts before it end.
+// As fcollect with a count of each member's own. On a direct team the members first exchange
+// their counts through the mailboxes, each with its block when the block fits (whether it does
+// follows from the count, so every reader knows): when every block did, the call ends there, one
+// trip like fcollect's; else each member pushes its block to where the counts before it end, and
+// the team meets at a barrier. Elsewhere (or when a mailbox cannot hold a count: a large team on a
+// small staging area) the counts go through the staging area's first half and a barrier.
 template <Scope S, typename T>
 MORI_DEVICE void collect(const char* call, Team team, T* dest, const T* source, size_t nelems) {
   const TeamView v = team_view(call, team);
-  check_staging(call, v, sizeof(uint64_t) * v.size());
-  uint64_t* counts = reinterpret_cast<uint64_t*>(team_scratch(v));
-  if (S::leader())
-    for (int i = 0; i < v.size(); ++i) p(counts + v.me(), uint64_t{nelems}, v.pe(v.rotated(i)));
-  meet<S, true>(call, v);
+  constexpr uint64_t kCount = sizeof(uint64_t);  // the count before a mailbox's block
+  const uint64_t bytes = byte_count(call, source, nelems, sizeof(T), state::this_pe());
   uint64_t offset = 0;
-  for (int i = 0; i < v.me(); ++i) offset += counts[i];
+  if (v.direct && kFlagBytes + kCount <= mailbox_bytes(v)) {
+    auto fits = [&](uint64_t count) { return flagged(v, count * sizeof(T), kCount); };
+    const Mailboxes m = open_mailboxes<S>(v);
+    send_all<S>(call, v, m, [&](int, uint8_t* to) {
+      if (S::leader()) *reinterpret_cast<uint64_t*>(to) = nelems;
+      if (fits(nelems)) copy<S>(to + kCount, source, bytes);
+    });
+    wait_all<S>(call, v, m);
+    auto count = [&](int i) { return *mailbox<uint64_t>(v, m, i); };
+    bool all_fit = true;
+    for (int i = 0; i < v.size(); ++i) all_fit = all_fit && fits(count(i));
+    for (int i = 0; i < v.me(); ++i) offset += count(i);
+    if (all_fit) {
+      uint64_t at = 0;  // where member i's block starts
+      for (int i = 0; i < v.size(); ++i) {
+        copy<S>(dest + at, reinterpret_cast<const T*>(mailbox<uint8_t>(v, m, i) + kCount),
+                count(i) * sizeof(T));
+        at += count(i);
+      }
+      S::sync();
+      return;
+    }
+  } else {
+    check_staging(call, v, sizeof(uint64_t) * v.size());
+    uint64_t* counts = reinterpret_cast<uint64_t*>(team_scratch(v));
+    if (S::leader())
+      for (int i = 0; i < v.size(); ++i) p(counts + v.me(), uint64_t{nelems}, v.pe(v.rotated(i)));
+    meet<S, true>(call, v);
+    for (int i = 0; i < v.me(); ++i) offset += counts[i];
+    // Also the counts' release: a member's next collective writes them only after every member
+    // has arrived at the barrier below, having read them.
+  }
   for (int i = 0; i < v.size(); ++i) push<S>(call, v, v.rotated(i), dest + offset, source, nelems);
-  // Also the counts' release: a member's next collective writes them only after every member has
-  // arrived here, having read them.
   meet<S, true>(call, v);
 }
 
@@ -122,6 +154,7 @@ MORI_DEVICE void alltoall(const char* call, Team team, T* dest, const T* source,
   const TeamView v = team_view(call, team);
   if (flagged(v, byte_count(call, source, nelems, sizeof(T), state::this_pe())))
     return exchange_flagged<S>(call, v, dest, nelems, [&](int j) { return source + j * nelems; });
+  settle<S>(call, v);
   for (int i = 0; i < v.size(); ++i) {
     const int j = v.rotated(i);
     push<S>(call, v, j, dest + v.me() * nelems, source + j * nelems, nelems);
@@ -136,6 +169,7 @@ template <Scope S, typename T>
 MORI_DEVICE void alltoalls(const char* call, Team team, T* dest, const T* source, ptrdiff_t dst,
                            ptrdiff_t sst, size_t nelems) {
   const TeamView v = team_view(call, team);
+  settle<S>(call, v);
   for (int i = 0; i < v.size(); ++i) {
     const int j = v.rotated(i);
     strided_rma<S, false>(call, dest + v.me() * nelems * dst, source + j * nelems * sst, dst, sst,
