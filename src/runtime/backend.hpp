@@ -17,6 +17,9 @@ const char* name();
 // device").
 Status open_device(int local_rank);
 void close_device();
+// `pes` PEs of the job run on this machine: the host backend's waits yield the CPU sooner when
+// they outnumber its CPUs (platform/host.hpp, relax). Nothing on HIP.
+void note_machine_pes(int pes);
 
 // Memory that device code reads (the arrays GpuStates points to) and that the host can also read
 // (the device-error record). On the host backend both are ordinary memory.

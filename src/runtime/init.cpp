@@ -97,6 +97,11 @@ Status build(Runtime& rt) {
   std::vector<bool> same_node;
   MORI_TRY(runtime::find_same_node(boot, rt.settings.pes_per_node, &same_node, &rt.local_rank));
   MORI_TRY(backend::open_device(rt.local_rank));
+  // MORI_SHMEM_PES_PER_NODE splits one machine into test "nodes": all the job's PEs share it.
+  backend::note_machine_pes(
+      rt.settings.pes_per_node > 0
+          ? rt.n_pes
+          : static_cast<int>(std::count(same_node.begin(), same_node.end(), true)));
 
   uint64_t nonce = 0;
   if (rt.rank == 0) nonce = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);

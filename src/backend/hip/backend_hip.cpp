@@ -34,6 +34,8 @@ std::vector<const void*>& symbols() {
 
 const char* name() { return "hip"; }
 
+void note_machine_pes(int) {}
+
 Status open_device(int local_rank) {
   int count = 0;
   const hipError_t e = hipGetDeviceCount(&count);

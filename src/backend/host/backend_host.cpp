@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
+#include "mori/platform.hpp"
 #include "runtime/backend.hpp"
 
 namespace mori::shmem {
@@ -24,6 +26,13 @@ constexpr const char* kAbiSymbol = "mori_shmem_gpu_states_abi_version";
 const char* name() { return "host"; }
 
 Status open_device(int) { return {}; }
+
+// Against the machine's CPUs, not this process's affinity: mpirun binds each of 2 ranks to its own
+// core, which is one CPU per PE and no oversubscription.
+void note_machine_pes(int pes) {
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  platform::host::set_oversubscribed(cpus > 0 && pes > cpus);
+}
 void close_device() {}
 
 Status alloc_device(size_t bytes, void** out) {
