@@ -30,7 +30,7 @@ Status parse_uint(const char* variable, const std::string& text, uint64_t max, u
 Status check_nic_built(state::Nic nic, std::string_view providers);
 
 inline constexpr int kDefaultMaxTeams = 64;
-inline constexpr size_t kDefaultTeamScratch = size_t{32} << 10;
+inline constexpr size_t kDefaultTeamScratch = size_t{64} << 10;
 
 struct Settings {
   size_t heap_size = size_t{1} << 30;         // MORI_SHMEM_HEAP_SIZE, default 1G
@@ -56,8 +56,9 @@ struct Settings {
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536
   int max_teams = kDefaultMaxTeams;  // MORI_SHMEM_MAX_TEAMS: live teams per PE, predefined included
   // MORI_SHMEM_TEAM_SCRATCH_SIZE: symmetric staging per team index for the device collectives
-  // that go over RDMA (mori/shmem/coll/staged.hpp), a multiple of kTeamScratchGranule from
-  // kTeamScratchMin to kTeamScratchMax. The runtime reserves max_teams of them in the heap.
+  // (mori/shmem/coll/flags.hpp's mailboxes, coll/reduce.hpp's staged rounds), a multiple of
+  // kTeamScratchGranule from kTeamScratchMin to kTeamScratchMax. The runtime reserves max_teams
+  // of them in the heap.
   size_t team_scratch = kDefaultTeamScratch;
 };
 

@@ -151,7 +151,7 @@ TEST_CASE("env: load with nothing set gives the defaults") {
   CHECK(s.bootstrap_timeout == std::chrono::seconds(30));
   CHECK(s.timeout_ms == 0);
   CHECK(s.max_teams == 64);
-  CHECK(s.team_scratch == size_t{32} << 10);
+  CHECK(s.team_scratch == size_t{64} << 10);
 #ifdef NDEBUG
   CHECK_FALSE(s.check_symmetry);
 #else
