@@ -51,24 +51,34 @@ struct Buffers {
   std::vector<char> copy_from, copy_to;  // --memcpy's, local
 };
 
-// One call of `coll` at `size` bytes per block, in scope S, on the world.
+// One call of collective number `coll` (its index in kColls, looked up once before the timed loop,
+// so that the loop compares no strings) at `size` bytes per block, in scope S, on the world.
 template <typename S>
-MORI_DEVICE void call(const std::string& coll, const Buffers& b, size_t size) {
+MORI_DEVICE void call(size_t coll, const Buffers& b, size_t size) {
   const shmem::Team w = shmem::kTeamWorld;
   auto* fsrc = reinterpret_cast<float*>(b.src);
   auto* fdst = reinterpret_cast<float*>(b.dst);
-  if (coll == "broadcast") shmem::broadcastmem<S>(w, b.dst, b.src, size, 0);
-  if (coll == "fcollect") shmem::fcollectmem<S>(w, b.dst, b.src, size);
-  if (coll == "collect") shmem::collectmem<S>(w, b.dst, b.src, size);
-  if (coll == "alltoall") shmem::alltoallmem<S>(w, b.dst, b.src, size);
-  if (coll == "reduce") shmem::sum_reduce<S>(w, fdst, fsrc, size / sizeof(float));
-  if (coll == "reducescatter") shmem::sum_reducescatter<S>(w, fdst, fsrc, size / sizeof(float));
+  switch (coll) {
+    case 0:
+      return shmem::broadcastmem<S>(w, b.dst, b.src, size, 0);
+    case 1:
+      return shmem::fcollectmem<S>(w, b.dst, b.src, size);
+    case 2:
+      return shmem::collectmem<S>(w, b.dst, b.src, size);
+    case 3:
+      return shmem::alltoallmem<S>(w, b.dst, b.src, size);
+    case 4:
+      return shmem::sum_reduce<S>(w, fdst, fsrc, size / sizeof(float));
+    default:
+      return shmem::sum_reducescatter<S>(w, fdst, fsrc, size / sizeof(float));
+  }
 }
 
 // This PE's seconds for `iters` calls after `warmup` untimed ones (or memcpys of `volume`).
 template <typename S>
 double timed(const std::string& coll, Buffers& b, size_t size, size_t volume, int iters, int warmup,
              bool memcpy_ref, unsigned lanes, bool pin) {
+  const size_t index = std::find(kColls.begin(), kColls.end(), coll) - kColls.begin();
   uint64_t start = 0, end = 0;
   auto status = mori::host::launch({1}, {lanes}, [&] {
     if (pin) bench::pin_lane(shmem::my_pe() * lanes + mori::platform::thread_rank());
@@ -76,7 +86,7 @@ double timed(const std::string& coll, Buffers& b, size_t size, size_t volume, in
       if (memcpy_ref) {
         if (S::leader()) std::memcpy(b.copy_to.data(), b.copy_from.data(), volume);
       } else {
-        call<S>(coll, b, size);
+        call<S>(index, b, size);
       }
     };
     for (int i = 0; i < warmup; ++i) one();
