@@ -34,6 +34,8 @@ using mori::Scope;
 
 namespace {
 
+// The collectives, in the order of their names in kColls.
+enum class Coll { kBroadcast, kFcollect, kCollect, kAlltoall, kReduce, kReducescatter };
 const std::vector<std::string> kColls = {"broadcast", "fcollect", "collect",
                                          "alltoall",  "reduce",   "reducescatter"};
 
@@ -51,25 +53,25 @@ struct Buffers {
   std::vector<char> copy_from, copy_to;  // --memcpy's, local
 };
 
-// One call of collective number `coll` (its index in kColls, looked up once before the timed loop,
-// so that the loop compares no strings) at `size` bytes per block, in scope S, on the world.
+// One call of `coll` (looked up by name once before the timed loop, so that the loop compares no
+// strings) at `size` bytes per block, in scope S, on the world.
 template <typename S>
-MORI_DEVICE void call(size_t coll, const Buffers& b, size_t size) {
+MORI_DEVICE void call(Coll coll, const Buffers& b, size_t size) {
   const shmem::Team w = shmem::kTeamWorld;
   auto* fsrc = reinterpret_cast<float*>(b.src);
   auto* fdst = reinterpret_cast<float*>(b.dst);
   switch (coll) {
-    case 0:
+    case Coll::kBroadcast:
       return shmem::broadcastmem<S>(w, b.dst, b.src, size, 0);
-    case 1:
+    case Coll::kFcollect:
       return shmem::fcollectmem<S>(w, b.dst, b.src, size);
-    case 2:
+    case Coll::kCollect:
       return shmem::collectmem<S>(w, b.dst, b.src, size);
-    case 3:
+    case Coll::kAlltoall:
       return shmem::alltoallmem<S>(w, b.dst, b.src, size);
-    case 4:
+    case Coll::kReduce:
       return shmem::sum_reduce<S>(w, fdst, fsrc, size / sizeof(float));
-    default:
+    case Coll::kReducescatter:
       return shmem::sum_reducescatter<S>(w, fdst, fsrc, size / sizeof(float));
   }
 }
@@ -78,7 +80,8 @@ MORI_DEVICE void call(size_t coll, const Buffers& b, size_t size) {
 template <typename S>
 double timed(const std::string& coll, Buffers& b, size_t size, size_t volume, int iters, int warmup,
              bool memcpy_ref, unsigned lanes, bool pin) {
-  const size_t index = std::find(kColls.begin(), kColls.end(), coll) - kColls.begin();
+  const Coll which =
+      static_cast<Coll>(std::find(kColls.begin(), kColls.end(), coll) - kColls.begin());
   uint64_t start = 0, end = 0;
   auto status = mori::host::launch({1}, {lanes}, [&] {
     if (pin) bench::pin_lane(shmem::my_pe() * lanes + mori::platform::thread_rank());
@@ -86,7 +89,7 @@ double timed(const std::string& coll, Buffers& b, size_t size, size_t volume, in
       if (memcpy_ref) {
         if (S::leader()) std::memcpy(b.copy_to.data(), b.copy_from.data(), volume);
       } else {
-        call<S>(index, b, size);
+        call<S>(which, b, size);
       }
     };
     for (int i = 0; i < warmup; ++i) one();

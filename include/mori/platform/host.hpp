@@ -169,31 +169,27 @@ inline void store16_global(void* p, Vec16 v) { *static_cast<Vec16*>(p) = v; }
 
 // ---- progress and time --------------------------------------------------------------------------
 // Spinning lanes share two cores with the lanes they wait for. relax(spin) backs off by the wait's
-// own iteration count: the first busy_spins iterations re-test at once (a flag that a PE on the
+// own iteration count: the first kBusySpins iterations re-test at once (a flag that a PE on the
 // other core is about to write arrives within them: a ping-pong's wait lasts about 90; a `pause`,
 // about 140 cycles on recent x86, would delay seeing it), then each iteration pauses and every 16th
 // yields the core. When the machine's PEs outnumber its CPUs (mpirun --oversubscribe), the PE
-// awaited may be waiting for this one's core: the runtime then sets busy_spins to
-// kOversubscribedSpins and every later iteration yields (set_oversubscribed). A lane of a failed
+// awaited may be waiting for this one's core: the runtime says so (set_oversubscribed), and waits
+// then re-test only kOversubscribedSpins times before yielding on every iteration. A lane of a failed
 // launch unwinds at a yield instead of spinning forever. relax() without a count keeps one per
 // thread and always pauses (bench/compare/notes.md).
 inline constexpr uint32_t kBusySpins = 512;
 inline constexpr uint32_t kOversubscribedSpins = 32;
 namespace host {
-inline std::atomic<uint32_t> busy_spins{kBusySpins};
-inline std::atomic<uint32_t> yield_mask{15};  // yield when (spin & yield_mask) == yield_mask
-inline void set_oversubscribed(bool yes) {
-  busy_spins.store(yes ? kOversubscribedSpins : kBusySpins, std::memory_order_relaxed);
-  yield_mask.store(yes ? 0 : 15, std::memory_order_relaxed);
-}
+inline std::atomic<bool> oversubscribed{false};
+inline void set_oversubscribed(bool yes) { oversubscribed.store(yes, std::memory_order_relaxed); }
 }  // namespace host
 inline void relax(uint32_t spin) {
-  if (spin < host::busy_spins.load(std::memory_order_relaxed)) return;
+  const bool crowded = host::oversubscribed.load(std::memory_order_relaxed);
+  if (spin < (crowded ? kOversubscribedSpins : kBusySpins)) return;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-  const uint32_t mask = host::yield_mask.load(std::memory_order_relaxed);
-  if ((spin & mask) == mask) {
+  if (crowded || (spin & 15) == 15) {
     std::this_thread::yield();
     const host::LaunchContext* c = host::tls_context;
     if (c && c->launch->failed.load(std::memory_order_relaxed)) throw host::LaunchAborted{};

@@ -163,8 +163,9 @@ template <Scope S>
 MORI_DEVICE void wait_all(const char* call, const TeamView& v, const Mailboxes& m, int only = -1) {
   using platform::MemOrder;
   using platform::MemScope;
+  const int first = only < 0 ? 0 : only, last = only < 0 ? v.size() - 1 : only;
   if (S::leader()) {
-    for (int i = only < 0 ? 0 : only; i < (only < 0 ? v.size() : only + 1); ++i)
+    for (int i = first; i <= last; ++i)
       wait_flag<false>(call, v, reinterpret_cast<const uint64_t*>(m.box(v.size(), m.call, i)), i,
                        m.call);
   }

@@ -12,7 +12,8 @@
 //          without a meeting (coll/flags.hpp).
 //
 // OpenSHMEM requires each member's dest to be ready to receive when any member calls the
-// collective, so a push needs no meeting before it.
+// collective, so a push needs no meeting before it, except right after a flagged call, when a
+// member may still be filling its dest from its mailboxes (push_all settles the team first).
 #pragma once
 
 #include <cstddef>
@@ -42,6 +43,16 @@ MORI_DEVICE void push(const char* call, const TeamView& v, int i, T* dest, const
                        byte_count(call, dest, nelems, sizeof(T), pe), pe, 0);
 }
 
+// A push-first algorithm: settles the team after a flagged call (coll/flags.hpp), runs put(j) for
+// every member j from this PE's successor on, then meets the team at a barrier that completes the
+// puts.
+template <Scope S, typename Put>
+MORI_DEVICE void push_all(const char* call, const TeamView& v, Put&& put) {
+  settle<S>(call, v);
+  for (int i = 0; i < v.size(); ++i) put(v.rotated(i));
+  meet<S, true>(call, v);
+}
+
 template <Scope S, typename T>
 MORI_DEVICE void broadcast(const char* call, Team team, T* dest, const T* source, size_t nelems,
                            int root) {
@@ -69,10 +80,9 @@ MORI_DEVICE void broadcast(const char* call, Team team, T* dest, const T* source
     meet<S, false>(call, v);  // no member reads the root's source any more
     return;
   }
-  settle<S>(call, v);
-  if (v.me() == root)
-    for (int i = 0; i < v.size(); ++i) push<S>(call, v, v.rotated(i), dest, source, nelems);
-  meet<S, true>(call, v);
+  push_all<S>(call, v, [&](int j) {
+    if (v.me() == root) push<S>(call, v, j, dest, source, nelems);
+  });
 }
 
 // Flagged fcollect and alltoall: member i gets block(i) of this PE's source, and this PE's dest
@@ -94,10 +104,7 @@ MORI_DEVICE void fcollect(const char* call, Team team, T* dest, const T* source,
   const TeamView v = team_view(call, team);
   if (flagged(v, byte_count(call, source, nelems, sizeof(T), state::this_pe())))
     return exchange_flagged<S>(call, v, dest, nelems, [&](int) { return source; });
-  settle<S>(call, v);
-  for (int i = 0; i < v.size(); ++i)
-    push<S>(call, v, v.rotated(i), dest + v.me() * nelems, source, nelems);
-  meet<S, true>(call, v);
+  push_all<S>(call, v, [&](int j) { push<S>(call, v, j, dest + v.me() * nelems, source, nelems); });
 }
 
 // As fcollect with a count of each member's own. On a direct team the members first exchange
@@ -154,12 +161,9 @@ MORI_DEVICE void alltoall(const char* call, Team team, T* dest, const T* source,
   const TeamView v = team_view(call, team);
   if (flagged(v, byte_count(call, source, nelems, sizeof(T), state::this_pe())))
     return exchange_flagged<S>(call, v, dest, nelems, [&](int j) { return source + j * nelems; });
-  settle<S>(call, v);
-  for (int i = 0; i < v.size(); ++i) {
-    const int j = v.rotated(i);
+  push_all<S>(call, v, [&](int j) {
     push<S>(call, v, j, dest + v.me() * nelems, source + j * nelems, nelems);
-  }
-  meet<S, true>(call, v);
+  });
 }
 
 // alltoall with strides (OpenSHMEM's shmem_alltoalls): block j is source[(j * nelems + k) * sst]
@@ -169,13 +173,10 @@ template <Scope S, typename T>
 MORI_DEVICE void alltoalls(const char* call, Team team, T* dest, const T* source, ptrdiff_t dst,
                            ptrdiff_t sst, size_t nelems) {
   const TeamView v = team_view(call, team);
-  settle<S>(call, v);
-  for (int i = 0; i < v.size(); ++i) {
-    const int j = v.rotated(i);
+  push_all<S>(call, v, [&](int j) {
     strided_rma<S, false>(call, dest + v.me() * nelems * dst, source + j * nelems * sst, dst, sst,
                           nelems, v.pe(j), 0);
-  }
-  meet<S, true>(call, v);
+  });
 }
 
 }  // namespace mori::shmem::detail::coll

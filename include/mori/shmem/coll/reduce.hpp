@@ -100,31 +100,34 @@ struct ByCode {
 template <bool kFirst, Scope S, typename C, typename T>
 MORI_DEVICE void accumulate(const C& c, T* dest, const T* from, size_t n) {
   if (kFirst && dest == from) return;
-  auto term = [c](T* __restrict d, const T* __restrict f, size_t k) {
-    if constexpr (kFirst) {
-      (void)c;
-      d[k] = f[k];
-    } else {
-      d[k] = c(d[k], f[k]);
-    }
-  };
   if constexpr (platform::kLanesInterleave) {
-    mori::detail::for_each_share<S>(n, [&](size_t k) { term(dest, from, k); });
+    // By value: captured by reference, the pointers are reloaded after every store (which might
+    // alias them).
+    mori::detail::for_each_share<S>(n, [=](size_t k) {
+      if constexpr (kFirst)
+        dest[k] = from[k];
+      else
+        dest[k] = c(dest[k], from[k]);
+    });
   } else {
-    // In tiles of a fixed count through local arrays: GCC's -O2 vectorizes a loop only when it
-    // needs no runtime alias check and no remainder of unknown count (measured: the plain loop ran
-    // one element per instruction, 3-5x slower).
-    constexpr size_t kTile = 256 / sizeof(T);
     size_t k = 0, end = 0;
     mori::detail::share_span<S>(n, &k, &end);
-    for (; k + kTile <= end; k += kTile) {
-      T d[kTile], f[kTile];
-      std::memcpy(f, from + k, sizeof f);
-      if constexpr (!kFirst) std::memcpy(d, dest + k, sizeof d);
-      for (size_t j = 0; j < kTile; ++j) term(d, f, j);
-      std::memcpy(dest + k, d, sizeof d);
+    if constexpr (kFirst) {
+      std::memcpy(dest + k, from + k, (end - k) * sizeof(T));
+    } else {
+      // In tiles of a fixed count through local arrays: GCC's -O2 vectorizes a loop only when it
+      // needs no runtime alias check and no remainder of unknown count (measured: the plain loop
+      // ran one element per instruction, 3-5x slower).
+      constexpr size_t kTile = 256 / sizeof(T);
+      for (; k + kTile <= end; k += kTile) {
+        T d[kTile], f[kTile];
+        std::memcpy(d, dest + k, sizeof d);
+        std::memcpy(f, from + k, sizeof f);
+        for (size_t j = 0; j < kTile; ++j) d[j] = c(d[j], f[j]);
+        std::memcpy(dest + k, d, sizeof d);
+      }
+      for (; k < end; ++k) dest[k] = c(dest[k], from[k]);
     }
-    for (; k < end; ++k) term(dest, from, k);
   }
 }
 
