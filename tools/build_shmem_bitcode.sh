@@ -77,9 +77,27 @@ common=("${extra_defines[@]}" "${subset[@]}" -std=c++20 -O2 -DNDEBUG -fvisibilit
 # -disable-lifetime-markers stops clang emitting them, but the inliner adds its own. Front ends link
 # the bitcode with their own LLVM, whose lifetime intrinsics may differ (LLVM 21 dropped the size
 # operand), so none may remain: each is a whole `call void` line of the IR, safe to drop.
-strip_lifetime() { # <in.bc> <out.bc>
+#
+# The SGPR limit (amdgcn; MORI_BITCODE_SGPR_LIMIT, default 40, 0 for none). A callable function
+# saves every callee-saved SGPR (s34 up) it uses in its prologue and restores it before returning,
+# on every call: a wrapper whose RDMA path needs 60 SGPRs paid 59 instructions for them on its P2P
+# path too. "amdgpu-num-sgpr" (LLVM's AMDGPUUsage; clang admits it on kernels only, so it is added
+# to the IR here) keeps the allocator below s40: the registers a rare path needs beyond that are
+# spilled to VGPR lanes on that path. docs/benchmarks.md, "Executed paths", has the measurements.
+# The families that loop over PEs with a transport dispatch in the loop (barrier, sync, locks,
+# collectives) keep a mask per exit of their loop body live across iterations and spill it every
+# iteration under the limit, so they keep the default. Kernels that inline a wrapper drop the
+# attribute with the call: only calls pay either way.
+sgpr_limit=${MORI_BITCODE_SGPR_LIMIT:-40}
+sgpr_exempt='@mori_shmem_(([a-z0-9_]*_)?(barrier|sync|broadcastmem|collectmem|alltoallmem|reduce)|(set|clear|test)_lock)'
+strip_lifetime() { # <in.bc> <out.bc> <amdgcn|host>
+  local limit=()
+  if [ "$3" = amdgcn ] && [ "$sgpr_limit" != 0 ]; then
+    limit=(-e "/^define .*@mori_shmem_/{/$sgpr_exempt/!s/ #([0-9]+) \{\$/ #\1 \"amdgpu-num-sgpr\"=\"$sgpr_limit\" {/}")
+  fi
   "llvm-dis$sfx" "$1" -o - |
-    sed -E '/^[[:space:]]*(tail |notail |musttail )?call void @llvm\.lifetime\.(start|end)\./d' |
+    sed -E -e '/^[[:space:]]*(tail |notail |musttail )?call void @llvm\.lifetime\.(start|end)\./d' \
+      "${limit[@]}" |
     "llvm-as$sfx" -o "$1.nolife"
   "opt$sfx" -passes=strip-dead-prototypes "$1.nolife" -o "$2"
 }
@@ -98,9 +116,24 @@ check() { # <bc> <amdgcn|host>
   [ -z "$bad" ] || die "$bc: ABI functions without default visibility:"$'\n'"$bad"
   for sym in _ZN4mori5shmem15globalGpuStatesE mori_shmem_gpu_states_abi_version; do
     grep -qE " [DR] $sym\$" <<<"$defined" || die "$bc: $sym is not defined"
-    bad=$(grep -E "^@$sym = " <<<"$ir" | grep -E "$hidden" || true)
+    bad=$(grep -E "^@$sym = " <<<"$ir" | grep -E '\b(hidden|internal|private)\b' || true)
     [ -z "$bad" ] || die "$bc: $sym is not default visibility: $bad"
   done
+  if [ "$kind" = amdgcn ] && [ "$sgpr_limit" != 0 ]; then
+    # Every wrapper but the exempt families carries the SGPR limit, and only those.
+    bad=$(awk -v limit="\"amdgpu-num-sgpr\"=\"$sgpr_limit\"" -v exempt="${sgpr_exempt#@}" '
+      /^define / && match($0, /@mori_shmem_[a-z0-9_]+/) {
+        name = substr($0, RSTART + 1, RLENGTH - 1)
+        match($0, /#[0-9]+ \{$/)
+        group[name] = substr($0, RSTART, RLENGTH - 2)
+      }
+      /^attributes #/ { limited[$2] = index($0, limit) > 0 }
+      END {
+        for (n in group)
+          if ((n ~ "^" exempt) == limited[group[n]]) print n
+      }' <<<"$ir")
+    [ -z "$bad" ] || die "$bc: SGPR limit missing on a wrapper, or set on an exempt one:"$'\n'"$bad"
+  fi
   if [ "$kind" = amdgcn ]; then
     # A code object cannot resolve anything at load time: everything but intrinsics is defined.
     bad=$("llvm-nm$sfx" --undefined-only "$bc" | awk '{print $NF}' | grep -v '^llvm\.' || true)
@@ -117,7 +150,7 @@ build() { # <name> <amdgcn|host> <flags...>
   shift 2
   echo "build_shmem_bitcode: $name"
   "$cxx" "$@" "${common[@]}" -o "$work/$name.raw.bc"
-  strip_lifetime "$work/$name.raw.bc" "$work/$name.bc"
+  strip_lifetime "$work/$name.raw.bc" "$work/$name.bc" "$kind"
   check "$work/$name.bc" "$kind"
 }
 

@@ -10,14 +10,16 @@
 #include "mori/shmem/device_api.hpp"
 
 // Every code object that links the bitcode gets exactly one device state
-// (mori/state/gpu_states.hpp), which module_init finds by name (hipModuleGetGlobal / dlsym) and fills, and the ABI version it checks
-// first. Both are default visibility so that the loaders see them, and `used, retain` (llvm.used)
-// so that a front end that links only what its kernels need and internalizes the rest (llvm-link
-// --only-needed --internalize) still keeps them, exported. The registration
-// of MORI_SHMEM_DEFINE_GPU_STATES is not wanted here: modules are filled by module_init, never by
-// the runtime's static registration.
+// (mori/state/gpu_states.hpp), which module_init finds by name (hipModuleGetGlobal / dlsym) and
+// fills, and the ABI version it checks first. Both are exported so that the loaders see them: the
+// version with default visibility, the state with MORI_STATE_VISIBILITY (protected on amdgcn, as
+// HIP gives every __device__ variable: exported, yet addressed PC-relative without a GOT load).
+// Both are `used, retain` (llvm.used) so that a front end that links only what its kernels need
+// and internalizes the rest (llvm-link --only-needed --internalize) still keeps them, exported.
+// The registration of MORI_SHMEM_DEFINE_GPU_STATES is not wanted here: modules are filled by
+// module_init, never by the runtime's static registration.
 namespace mori::shmem {
-MORI_CONSTANT_VAR __attribute__((visibility("default"), used, retain)) GpuStates globalGpuStates;
+MORI_CONSTANT_VAR MORI_STATE_VISIBILITY __attribute__((used, retain)) GpuStates globalGpuStates;
 }  // namespace mori::shmem
 extern "C" MORI_DEVICE_VAR __attribute__((visibility("default"), used, retain))
 const uint32_t mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVersion;

@@ -32,6 +32,7 @@ MORI_DEVICE void order(const char* call, int pe, int qp) {
     transport::for_each_transport(run);
   } else {
     check_pe(call, pe);
+    transport::check_reachable(call, pe);
     transport::with_transport(call, pe, run);
   }
 }

@@ -29,10 +29,13 @@ struct RemoteTarget {
 // tried first).
 MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
   const GpuStates& s = gpu_states();
-  if (addr >= s.heap_base && addr - s.heap_base <= s.heap_size &&
-      bytes <= s.heap_size - (addr - s.heap_base)) {
+  // One unsigned compare finds the heap (an address below its base wraps past heap_size). Checked
+  // builds also require the range to end inside it; release builds trust a range that starts
+  // there (it cannot lie in a registered buffer, and a bad one is the caller's error).
+  const uint64_t heap_offset = addr - s.heap_base;
+  if (heap_offset < s.heap_size && (!MORI_DEVICE_CHECKS || bytes <= s.heap_size - heap_offset)) {
     MORI_PATH_MARK("locate.heap");  // the common case (bench/isa_paths.txt)
-    *out = {-1, addr - s.heap_base};
+    *out = {-1, heap_offset};
     return true;
   }
   for (int i = 0; i < s.n_regions; ++i) {
@@ -45,12 +48,17 @@ MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
   return false;
 }
 
+// Where `t`'s heap or buffer starts on its PE as mapped here (P2P), or 0 when that copy is not
+// mapped here.
+MORI_DEVICE uint64_t p2p_base(const RemoteTarget& t) {
+  const GpuStates& s = gpu_states();
+  return t.ref.region < 0 ? s.peer_bases[t.pe] : s.regions[t.ref.region].peer_bases[t.pe];
+}
+
 // The address through which this PE reaches `t` directly (P2P), or 0 when that copy is not mapped
 // here.
 MORI_DEVICE uint64_t p2p_address(const RemoteTarget& t) {
-  const GpuStates& s = gpu_states();
-  const uint64_t base =
-      t.ref.region < 0 ? s.peer_bases[t.pe] : s.regions[t.ref.region].peer_bases[t.pe];
+  const uint64_t base = p2p_base(t);
   return base ? base + t.ref.offset : 0;
 }
 

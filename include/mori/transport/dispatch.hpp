@@ -64,21 +64,23 @@ MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
 
 template <typename F>
 MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
-  switch (state::transport_to(pe)) {
-    case state::Transport::kP2P:
-    // SDMA is P2P until it is native (sdma.hpp). One call site serves both, so the family is
-    // inlined once, not once per case.
-    case state::Transport::kSdma:
-      return f.template operator()<Sdma>();
 #if MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC
-    case state::Transport::kRdma:
-      return with_nic(call, pe, f);
+  if (state::transport_to(pe) == state::Transport::kRdma) return with_nic(call, pe, f);
 #endif
-    default: {
-      state::fail({state::DeviceErrorCode::kNotReachable, pe}, [&](state::Message& m) {
-        m << call << ": PE " << pe << " is unreachable from PE " << state::this_pe();
-      });
-    }
+  // P2P, or SDMA, which is P2P until it is native (sdma.hpp): one call site serves both, so the
+  // family is inlined once. P2p::address refuses a PE that neither reaches.
+  return f.template operator()<Sdma>();
+}
+
+// Traps unless some transport reaches `pe` (the data calls find out in P2p::address; quiet and fence
+// to one PE ask here).
+MORI_DEVICE void check_reachable(const char* call, int pe) {
+  const state::Transport tr = state::transport_to(pe);
+  if (tr != state::Transport::kP2P && tr != state::Transport::kSdma &&
+      !(kAnyRdma && tr == state::Transport::kRdma)) [[unlikely]] {
+    state::fail({state::DeviceErrorCode::kNotReachable, pe}, [&](state::Message& m) {
+      m << call << ": PE " << pe << " is unreachable from PE " << state::this_pe();
+    });
   }
 }
 

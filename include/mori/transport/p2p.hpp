@@ -27,15 +27,20 @@ struct P2p {
   // The address of `t` as mapped here; traps when that copy is not mapped (a peer's buffer that
   // buffer_register registered: only buffer_register_symmetric maps peers' copies).
   MORI_DEVICE static char* address(const char* call, const RemoteTarget& t) {
-    const uint64_t a = state::p2p_address(t);
-    if (!a) {
+    const uint64_t base = state::p2p_base(t);
+    const state::Transport tr = state::transport_to(t.pe);
+    const bool direct = tr == state::Transport::kP2P || tr == state::Transport::kSdma;
+    if (!base || !direct) [[unlikely]] {
       state::fail({state::DeviceErrorCode::kNotReachable, t.pe}, [&](state::Message& m) {
-        m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
-          << " is not mapped into this PE (P2P reaches a registered buffer only when "
-             "buffer_register_symmetric registered it)";
+        if (!direct)
+          m << call << ": PE " << t.pe << " is unreachable from PE " << state::this_pe();
+        else
+          m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
+            << " is not mapped into this PE (P2P reaches a registered buffer only when "
+               "buffer_register_symmetric registered it)";
       });
     }
-    return reinterpret_cast<char*>(a);
+    return reinterpret_cast<char*>(base + t.ref.offset);
   }
 
   template <Scope S>
