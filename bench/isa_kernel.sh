@@ -6,9 +6,12 @@
 # isa_budget.sh measures each entry point as a callable function, where the AMDGPU calling
 # convention makes a function that needs more than the caller-saved SGPRs save the callee-saved ones
 # in a VGPR lane, and that VGPR in scratch (the few scratch bytes of its table). A kernel that links
-# the bitcode inlines them and has no callee-saved registers. This links a kernel calling p, g, put,
-# get, quiet, fetch_add, wait_until and barrier_all to <bitcode>, inlines and optimizes it as a
-# front end would (internalize, O2), and fails unless the kernel has no scratch and makes no call.
+# the bitcode inlines them and has no callee-saved registers. This links two kernels to <bitcode>,
+# inlines and optimizes them as a front end would (internalize, O2), and fails unless each has no
+# scratch and makes no call:
+#   hot_paths   calls p, g, put, get, quiet, fetch_add, wait_until and barrier_all;
+#   moe_signal  issue 16's reference user kernel: each warp puts with a signal (putmem_nbi_signal,
+#               warp scope, SIGNAL_ADD) to one of several PEs, and thread 0 waits on the signal.
 set -euo pipefail
 bitcode=$1 arch=$2
 sfx=${LLVM_SUFFIX--19}
@@ -31,6 +34,9 @@ declare i32 @mori_shmem_quiet_thread()
 declare i64 @mori_shmem_uint64_atomic_fetch_add_thread(ptr, i64, i32, i32)
 declare i64 @mori_shmem_uint64_wait_until(ptr, i32, i64)
 declare i32 @mori_shmem_barrier_all_thread()
+declare i32 @mori_shmem_putmem_nbi_signal_warp(ptr, ptr, i64, ptr, i64, i32, i32, i32)
+declare i64 @mori_shmem_signal_wait_until(ptr, i32, i64)
+declare i32 @llvm.amdgcn.workitem.id.x()
 define amdgpu_kernel void @hot_paths(ptr %dst, ptr %src, i64 %bytes, i32 %pe, ptr %out) #0 {
   %v = call i32 @mori_shmem_int32_g(ptr %src, i32 %pe, i32 0)
   call i32 @mori_shmem_int32_p(ptr %dst, i32 %v, i32 %pe, i32 0)
@@ -43,26 +49,47 @@ define amdgpu_kernel void @hot_paths(ptr %dst, ptr %src, i64 %bytes, i32 %pe, pt
   call i32 @mori_shmem_barrier_all_thread()
   ret void
 }
+; SIGNAL_ADD = 10, SHMEM_CMP_GE = 5 (include/mori/state/amo.hpp).
+define amdgpu_kernel void @moe_signal(ptr %dst, ptr %src, i64 %bytes, ptr %sig, i32 %npes,
+                                      i64 %expect) #0 {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %warp = lshr i32 %tid, 6
+  %pe = urem i32 %warp, %npes
+  call i32 @mori_shmem_putmem_nbi_signal_warp(ptr %dst, ptr %src, i64 %bytes, ptr %sig, i64 1,
+                                              i32 10, i32 %pe, i32 0)
+  %first = icmp eq i32 %tid, 0
+  br i1 %first, label %wait, label %done
+wait:
+  call i64 @mori_shmem_signal_wait_until(ptr %sig, i32 5, i64 %expect)
+  br label %done
+done:
+  ret void
+}
 attributes #0 = { "target-cpu"="$arch" $features }
 EOF
 "llvm-link$sfx" "$tmp/kernel.ll" "$bitcode" -o "$tmp/linked.bc"
-"opt$sfx" -internalize-public-api-list=hot_paths -passes='internalize,default<O2>' "$tmp/linked.bc" \
+"opt$sfx" -internalize-public-api-list=hot_paths,moe_signal -passes='internalize,default<O2>' "$tmp/linked.bc" \
   -o "$tmp/opt.bc"
 "llc$sfx" -mtriple=amdgcn-amd-amdhsa -mcpu="$arch" -O2 "$tmp/opt.bc" -o "$tmp/kernel.s"
 
-read -r _ instructions sgprs vgprs scratch calls < <(awk -f "$(dirname "$0")/isa_table.awk" \
-  "$tmp/kernel.s" | awk '$1 == "hot_paths"')
-# Waves per SIMD: llc's own figure for the kernel (its "; Occupancy:" comment, from the register
-# and LDS use). Without it, gfx90a/gfx942's rule: 512 VGPRs per lane per SIMD (VGPRs and AGPRs
-# together), allocated in granules of 8, at most 8 waves (LLVM AMDGPUUsage, GCNSubtarget).
-waves=$(awk '/^; Occupancy:/ {print $3; exit}' "$tmp/kernel.s")
-if [ -z "$waves" ]; then
-  waves=$((512 / ((vgprs + 7) / 8 * 8)))
-  [ "$waves" -le 8 ] || waves=8
-fi
-echo "isa_kernel: hot_paths ($arch): $instructions instructions, $sgprs SGPRs, $vgprs VGPRs," \
-  "scratch $scratch bytes, $calls calls, $waves waves per SIMD"
-if [ "$scratch" != 0 ] || [ "$calls" != 0 ]; then
-  echo "isa_kernel: the inlined hot paths use scratch or make calls" >&2
-  exit 1
-fi
+fail=0
+for kernel in hot_paths moe_signal; do
+  read -r _ instructions sgprs vgprs scratch calls < <(awk -f "$(dirname "$0")/isa_table.awk" \
+    "$tmp/kernel.s" | awk -v k="$kernel" '$1 == k')
+  # Waves per SIMD: llc's own figure for the kernel (its "; Occupancy:" comment, from the register
+  # and LDS use). Without it, gfx90a/gfx942's rule: 512 VGPRs per lane per SIMD (VGPRs and AGPRs
+  # together), allocated in granules of 8, at most 8 waves (LLVM AMDGPUUsage, GCNSubtarget).
+  waves=$(awk -v k="$kernel:" '$1 == k {on = 1} on && /^; Occupancy:/ {print $3; exit}' \
+    "$tmp/kernel.s")
+  if [ -z "$waves" ]; then
+    waves=$((512 / ((vgprs + 7) / 8 * 8)))
+    [ "$waves" -le 8 ] || waves=8
+  fi
+  echo "isa_kernel: $kernel ($arch): $instructions instructions, $sgprs SGPRs, $vgprs VGPRs," \
+    "scratch $scratch bytes, $calls calls, $waves waves per SIMD"
+  if [ "$scratch" != 0 ] || [ "$calls" != 0 ]; then
+    echo "isa_kernel: $kernel uses scratch or makes calls" >&2
+    fail=1
+  fi
+done
+exit "$fail"

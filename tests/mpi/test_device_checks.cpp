@@ -276,10 +276,48 @@ TEST_CASE("P2P cannot reach a peer's registered buffer, nor an unreachable PE") 
       {DeviceErrorCode::kNotReachable, peer, 0,
        "put_nbi: PE " + std::to_string(peer) + " is unreachable from PE " + std::to_string(s.me)},
       [&] { shmem::put_nbi(heap, src.data(), 4, peer); });
+  // Its P2P mapping is still there: the transport, not the mapping, must refuse it, for data calls
+  // and for quiet and fence to that PE, which map nothing.
+  for (const char* call : {"p", "quiet", "fence"}) {
+    expect_failure({DeviceErrorCode::kNotReachable, peer, 0,
+                    std::string(call) + ": PE " + std::to_string(peer) +
+                        " is unreachable from PE " + std::to_string(s.me)},
+                   [&] {
+                     if (call == std::string("p"))
+                       shmem::p(heap + 1, 7, peer);
+                     else if (call == std::string("quiet"))
+                       shmem::quiet(peer);
+                     else
+                       shmem::fence(peer);
+                   });
+  }
   transports[peer] = saved;
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(shmem::free(heap) == 0);
   REQUIRE(shmem::buffer_deregister(reg.data(), reg.size() * sizeof(int)) == 0);
+}
+
+// A queue pair outside [0, MORI_NUM_QP_PER_PE): negative or one past the last, for a store, an
+// atomic and a put. Over RDMA only (the mpi.rdma_* runs): P2P ignores the qp.
+TEST_CASE("an RDMA queue pair out of range") {
+  const char* no_p2p = std::getenv("MORI_DISABLE_P2P");
+  if (!no_p2p || !*no_p2p || std::string(no_p2p) == "0") return;
+  Session s;
+  Buffers b;
+  const int peer = (s.me + 1) % s.n;
+  const int n = shmem::globalGpuStates.num_qp_per_pe;
+  for (const int qp : {-1, n}) {
+    const std::string range = ": qp " + std::to_string(qp) + " is out of range [0, " +
+                              std::to_string(n) + ") (PE " + std::to_string(peer) +
+                              ", MORI_NUM_QP_PER_PE)";
+    expect_failure({DeviceErrorCode::kBadArgument, peer, 0, "p" + range},
+                   [&] { shmem::p(b.heap + 1, 1, peer, qp); });
+    expect_failure({DeviceErrorCode::kBadArgument, peer, 0, "atomic_fetch_add" + range}, [&] {
+      (void)shmem::atomic_fetch_add(reinterpret_cast<uint64_t*>(b.heap), uint64_t{1}, peer, qp);
+    });
+    expect_failure({DeviceErrorCode::kBadArgument, peer, 0, "put_nbi" + range},
+                   [&] { shmem::put_nbi(b.heap, b.source.data(), 4, peer, qp); });
+  }
 }
 
 // Without RDMA devices (ibv_get_device_list finds none here) the PEs of other nodes are

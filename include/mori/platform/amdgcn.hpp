@@ -71,6 +71,14 @@ MORI_DEVICE int lane_id() {
   return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
 }
 
+// `x`, which every active lane holds alike, as a scalar that the optimizer must take as it comes:
+// loop passes cannot fold it into their induction variables (copy_vectors' stride).
+MORI_DEVICE uint32_t opaque_uniform(uint32_t x) {
+  x = __builtin_amdgcn_readfirstlane(x);
+  asm volatile("" : "+s"(x));
+  return x;
+}
+
 // ---- barriers -----------------------------------------------------------------------------------
 // A wavefront executes in lockstep; the fences make lanes' memory writes visible to each other
 // across the barrier.

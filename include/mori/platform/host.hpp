@@ -30,6 +30,7 @@ inline Dim3 block_idx() { return host::context().block_idx; }
 inline Dim3 block_dim() { return host::context().block_dim; }
 inline Dim3 grid_dim() { return host::context().grid_dim; }
 inline int lane_id() { return host::context().lane; }
+inline uint32_t opaque_uniform(uint32_t x) { return x; }
 
 // ---- failure ------------------------------------------------------------------------------------
 [[noreturn]] inline void trap(const char* message) { throw host::TrapError(message); }

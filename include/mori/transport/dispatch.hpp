@@ -36,7 +36,7 @@ static_assert(DeviceTransport<Rdma<provider::Ionic>>);
 
 // Runs f<Rdma<Provider>>() for the job's NIC family.
 template <typename F>
-MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
+MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, [[maybe_unused]] F&& f) {
   const auto nic = static_cast<state::Nic>(state::gpu_states().nic);
   switch (nic) {
 #if MORI_RDMA_MLX5
@@ -63,7 +63,8 @@ MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
 }
 
 template <typename F>
-MORI_DEVICE decltype(auto) with_transport(const char* call, int pe, F&& f) {
+MORI_DEVICE decltype(auto) with_transport([[maybe_unused]] const char* call,
+                                          [[maybe_unused]] int pe, F&& f) {
 #if MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC
   if (state::transport_to(pe) == state::Transport::kRdma) return with_nic(call, pe, f);
 #endif

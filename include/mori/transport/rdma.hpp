@@ -252,7 +252,8 @@ struct Rdma {
  private:
   MORI_DEVICE static RdmaEndpoint& endpoint(const char* call, int pe, int qp) {
     const state::GpuStates& s = state::gpu_states();
-    if (qp < 0 || qp >= s.num_qp_per_pe) {
+    // One unsigned compare: a negative qp wraps past every count.
+    if (static_cast<uint32_t>(qp) >= static_cast<uint32_t>(s.num_qp_per_pe)) {
       state::fail({state::DeviceErrorCode::kBadArgument, pe, 0, static_cast<uint64_t>(qp)},
                   [&](state::Message& m) {
                     m << call << ": qp " << qp << " is out of range [0, " << s.num_qp_per_pe
@@ -265,9 +266,17 @@ struct Rdma {
   // The remote address and key of `t` (RDMA names the target in its own PE's address space).
   MORI_DEVICE static WorkRequest remote(const RemoteTarget& t) {
     const state::GpuStates& s = state::gpu_states();
+    // The heap's or the buffer's tables, chosen in one branch for both.
+    const uint64_t* bases = s.remote_bases;
+    const uint32_t* keys = s.rkeys;
+    if (t.ref.region >= 0) {
+      const state::RegisteredRegion& r = s.regions[t.ref.region];
+      bases = r.remote_bases;
+      keys = r.rkeys;
+    }
     WorkRequest wr{};
-    wr.remote_addr = state::remote_address(t);
-    wr.rkey = t.ref.region < 0 ? s.rkeys[t.pe] : s.regions[t.ref.region].rkeys[t.pe];
+    wr.remote_addr = bases[t.pe] + t.ref.offset;
+    wr.rkey = keys[t.pe];
     return wr;
   }
 
