@@ -183,3 +183,64 @@ TEST_CASE("copy: a failing check inside the copy loop fails the launch with its 
   CHECK_FALSE(status.ok());
   CHECK(status.message().find("data differs") != std::string::npos);
 }
+
+// The GPU's interleaved vector loop (detail::copy_vectors_interleaved), which the host backend's
+// copy never takes (it copies one span per participant): run here lane by lane, for scopes of 1 to
+// 96 participants, counts around every unroll boundary, both stride forms. Every vector must be
+// written exactly once with its source bytes, no load may leave the source, and the poisoned
+// guards around the destination must stay intact.
+TEST_CASE("copy: the GPU's interleaved vector loop, run lane by lane") {
+  using mori::platform::Vec16;
+  for (const size_t size : {size_t{1}, size_t{2}, size_t{3}, size_t{8}, size_t{64}, size_t{96}}) {
+    std::vector<size_t> counts = {0, 1, 2, 3, 4, 5, 1000};
+    for (const size_t k : {size_t{1}, size_t{2}, size_t{3}})
+      for (const long d : {-1L, 0L, 1L}) counts.push_back(4 * size * k + d);
+    for (const size_t count : counts) {
+      for (const bool opaque : {false, true}) {
+        CAPTURE(size);
+        CAPTURE(count);
+        CAPTURE(opaque);
+        std::vector<Vec16> src(count + 1), dst(count + 2 * kGuard / 16);
+        for (size_t i = 0; i < count; ++i)
+          for (unsigned w = 0; w < 4; ++w) src[i][w] = static_cast<unsigned>(i * 4 + w + 1);
+        std::memset(dst.data(), kPoison, dst.size() * sizeof(Vec16));
+        char* to = reinterpret_cast<char*>(dst.data()) + kGuard;
+        const char* from = reinterpret_cast<const char*>(src.data());
+        std::vector<int> stores(count, 0);
+        bool loads_inside = true;
+        auto load = [&](const char* p) {
+          loads_inside &= p >= from && p + 16 <= from + 16 * count;
+          Vec16 v;
+          std::memcpy(&v, p, 16);
+          return v;
+        };
+        bool stores_inside = true;
+        auto store = [&](char* p, Vec16 v) {
+          const bool inside = p >= to && p + 16 <= to + 16 * count;
+          stores_inside &= inside;
+          if (!inside) return;  // counted as a failure; not written, so as not to corrupt the heap
+          ++stores[static_cast<size_t>(p - to) / 16];
+          std::memcpy(p, &v, 16);
+        };
+        for (size_t rank = 0; rank < size; ++rank) {
+          if (opaque)
+            mori::detail::copy_vectors_interleaved<true>(to, from, count, rank, size, load, store);
+          else
+            mori::detail::copy_vectors_interleaved<false>(to, from, count, rank, size, load, store);
+        }
+        CHECK(loads_inside);
+        CHECK(stores_inside);
+        bool once = true;
+        for (const int n : stores) once &= n == 1;
+        CHECK(once);
+        CHECK(std::memcmp(to, from, 16 * count) == 0);
+        bool guards = true;
+        const auto* bytes = reinterpret_cast<const unsigned char*>(dst.data());
+        for (size_t b = 0; b < kGuard; ++b) guards &= bytes[b] == kPoison;
+        for (size_t b = kGuard + 16 * count; b < dst.size() * sizeof(Vec16); ++b)
+          guards &= bytes[b] == kPoison;
+        CHECK(guards);
+      }
+    }
+  }
+}

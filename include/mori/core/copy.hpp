@@ -50,44 +50,52 @@ MORI_DEVICE void copy_units(char* dst, const char* src, size_t count) {
   });
 }
 
-// 16-byte vectors, both pointers 16-byte aligned. On the GPU each lane keeps four loads in flight
-// before storing.
+// The GPU's share of a copy of `count` 16-byte vectors: participant `rank` of `size` moves vectors
+// rank, rank + size, ..., so that neighbouring lanes touch neighbouring addresses, with four loads
+// in flight before the stores. One source and one destination pointer advance; the unrolled
+// accesses sit at multiples of the stride (16 * size) from them. kOpaqueStride: the stride, the
+// same in every lane, reaches the loop as an opaque scalar. Seen through, loop strength reduction
+// kept a 64-bit pointer per access and per side (a warp-scope put with signal: 74 VGPRs, 6 waves
+// per SIMD; with it, 72 and 7). Thread's stride is the constant 16, which the accesses take as
+// immediate offsets. Written for any platform, so that the host's unit tests run it lane by lane.
+template <bool kOpaqueStride, typename Load, typename Store>
+MORI_DEVICE void copy_vectors_interleaved(char* dst, const char* src, size_t count, size_t rank,
+                                          size_t size, Load&& load, Store&& store) {
+  constexpr size_t kUnroll = 4;
+  const size_t stride = 16 * size;
+  const char* s = src + 16 * rank;
+  char* d = dst + 16 * rank;
+  size_t i = rank;
+  for (; i + (kUnroll - 1) * size < count;
+       i += kUnroll * size, s += kUnroll * stride, d += kUnroll * stride) {
+    size_t step = stride;
+    if constexpr (kOpaqueStride) step = platform::opaque_uniform(static_cast<uint32_t>(stride));
+    platform::Vec16 v[kUnroll];
+    for (size_t u = 0; u < kUnroll; ++u) v[u] = load(s + u * step);
+    for (size_t u = 0; u < kUnroll; ++u) store(d + u * step, v[u]);
+  }
+  for (; i < count; i += size, s += stride, d += stride) store(d, load(s));
+}
+
+// 16-byte vectors, both pointers 16-byte aligned.
 template <Scope S, bool kGlobal>
 MORI_DEVICE void copy_vectors(char* dst, const char* src, size_t count) {
   using platform::Vec16;
-  auto load = [](const char* p) {
-    if constexpr (kGlobal)
-      return platform::load16_global(p);
-    else
-      return *reinterpret_cast<const Vec16*>(p);
-  };
-  auto store = [](char* p, Vec16 v) {
-    if constexpr (kGlobal)
-      platform::store16_global(p, v);
-    else
-      *reinterpret_cast<Vec16*>(p) = v;
-  };
   if constexpr (platform::kLanesInterleave) {
-    // One source and one destination pointer advance; the unrolled accesses sit at multiples of
-    // the scope's stride from them. Warp and Block read the stride as an opaque scalar: seen
-    // through, strength reduction kept a 64-bit pointer per access and per side (a warp-scope
-    // put with signal: 74 VGPRs, 6 waves per SIMD; now 72, 7). Thread's is the constant 16,
-    // which the accesses take as immediate offsets.
-    constexpr size_t kUnroll = 4;
-    const size_t rank = S::rank(), size = S::size(), stride = 16 * size;
-    const char* s = src + 16 * rank;
-    char* d = dst + 16 * rank;
-    size_t i = rank;
-    for (; i + (kUnroll - 1) * size < count;
-         i += kUnroll * size, s += kUnroll * stride, d += kUnroll * stride) {
-      size_t step = stride;
-      if constexpr (!std::is_same_v<S, Thread>)
-        step = platform::opaque_uniform(static_cast<uint32_t>(stride));
-      Vec16 v[kUnroll];
-      for (size_t u = 0; u < kUnroll; ++u) v[u] = load(s + u * step);
-      for (size_t u = 0; u < kUnroll; ++u) store(d + u * step, v[u]);
-    }
-    for (; i < count; i += size, s += stride, d += stride) store(d, load(s));
+    auto load = [](const char* p) {
+      if constexpr (kGlobal)
+        return platform::load16_global(p);
+      else
+        return *reinterpret_cast<const Vec16*>(p);
+    };
+    auto store = [](char* p, Vec16 v) {
+      if constexpr (kGlobal)
+        platform::store16_global(p, v);
+      else
+        *reinterpret_cast<Vec16*>(p) = v;
+    };
+    copy_vectors_interleaved<!std::is_same_v<S, Thread>>(dst, src, count, S::rank(), S::size(),
+                                                         load, store);
   } else {
     // On the host a share is one span, and the CPU's own copy (glibc picks the widest vectors or
     // `rep movsb`) is the fastest way to move it.
