@@ -4,6 +4,7 @@
 // errors as the provider's error completions, garbage WQE bytes, and each injected fault.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -364,13 +365,21 @@ TEST_CASE("softnic: MORI_SOFTNIC_FAULT syntax") {
   CHECK(s.message().find("\"bogus:1\"") != std::string::npos);
 }
 
-// The host has two cores: an idle NIC backs off to sleeping instead of spinning on one.
+// The host has two cores: an idle NIC backs off to sleeping instead of spinning on one. Idle, it
+// wakes every 50 us (max_sleep_us) and uses about 12 % of a core here; a spinning NIC uses all of
+// one, or half when another busy thread shares it. The process's CPU time is read over three
+// windows of 100 ms and the least is checked, so that one burst of load on the machine (one CI
+// run saw 133 ms in a single 300 ms window) does not pass for spinning.
 TEST_CASE("softnic: an idle NIC sleeps") {
   Rig<mp::Mlx5> rig;
   rig.start();
-  const std::clock_t begin = std::clock();  // this process's CPU time
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const double used_ms = 1000.0 * double(std::clock() - begin) / CLOCKS_PER_SEC;
-  MESSAGE("idle NIC used ", used_ms, " ms of CPU in 300 ms");
-  CHECK(used_ms < 100);
+  double least_ms = 1e9;
+  for (int window = 0; window < 3; ++window) {
+    const std::clock_t begin = std::clock();  // this process's CPU time
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const double used_ms = 1000.0 * double(std::clock() - begin) / CLOCKS_PER_SEC;
+    MESSAGE("idle NIC used ", used_ms, " ms of CPU in 100 ms");
+    least_ms = std::min(least_ms, used_ms);
+  }
+  CHECK(least_ms < 40);
 }
