@@ -10,7 +10,9 @@
 // shmem::device_error(), which clears it.
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "device_harness.hpp"
@@ -278,18 +280,16 @@ TEST_CASE("P2P cannot reach a peer's registered buffer, nor an unreachable PE") 
       [&] { shmem::put_nbi(heap, src.data(), 4, peer); });
   // Its P2P mapping is still there: the transport, not the mapping, must refuse it, for data calls
   // and for quiet and fence to that PE, which map nothing.
-  for (const char* call : {"p", "quiet", "fence"}) {
+  const std::pair<const char*, std::function<void()>> calls[] = {
+      {"p", [&] { shmem::p(heap + 1, 7, peer); }},
+      {"quiet", [&] { shmem::quiet(peer); }},
+      {"fence", [&] { shmem::fence(peer); }},
+  };
+  for (const auto& [call, kernel] : calls) {
     expect_failure({DeviceErrorCode::kNotReachable, peer, 0,
                     std::string(call) + ": PE " + std::to_string(peer) +
                         " is unreachable from PE " + std::to_string(s.me)},
-                   [&] {
-                     if (call == std::string("p"))
-                       shmem::p(heap + 1, 7, peer);
-                     else if (call == std::string("quiet"))
-                       shmem::quiet(peer);
-                     else
-                       shmem::fence(peer);
-                   });
+                   kernel);
   }
   transports[peer] = saved;
   REQUIRE(shmem::barrier_all() == 0);

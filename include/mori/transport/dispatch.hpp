@@ -76,12 +76,10 @@ MORI_DEVICE decltype(auto) with_transport([[maybe_unused]] const char* call,
 // Traps unless some transport reaches `pe` (the data calls find out in P2p::address; quiet and fence
 // to one PE ask here).
 MORI_DEVICE void check_reachable(const char* call, int pe) {
-  const state::Transport tr = state::transport_to(pe);
-  if (tr != state::Transport::kP2P && tr != state::Transport::kSdma &&
-      !(kAnyRdma && tr == state::Transport::kRdma)) [[unlikely]] {
-    state::fail({state::DeviceErrorCode::kNotReachable, pe}, [&](state::Message& m) {
-      m << call << ": PE " << pe << " is unreachable from PE " << state::this_pe();
-    });
+  const bool rdma = kAnyRdma && state::transport_to(pe) == state::Transport::kRdma;
+  if (!rdma && !P2p::serves(pe)) [[unlikely]] {
+    state::fail({state::DeviceErrorCode::kNotReachable, pe},
+                [&](state::Message& m) { P2p::say_unreachable(m, call, pe); });
   }
 }
 

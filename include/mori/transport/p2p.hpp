@@ -24,16 +24,28 @@ using state::RemoteTarget;
 struct P2p {
   static constexpr const char* kName = "p2p";
 
-  // The address of `t` as mapped here; traps when that copy is not mapped (a peer's buffer that
-  // buffer_register registered: only buffer_register_symmetric maps peers' copies).
+  // Whether PE `pe` is reached through peer mappings (P2P, or SDMA, which is P2P until it is
+  // native).
+  MORI_DEVICE static bool serves(int pe) {
+    const state::Transport tr = state::transport_to(pe);
+    return tr == state::Transport::kP2P || tr == state::Transport::kSdma;
+  }
+
+  // The message of a call to a PE that no transport reaches.
+  MORI_DEVICE static void say_unreachable(state::Message& m, const char* call, int pe) {
+    m << call << ": PE " << pe << " is unreachable from PE " << state::this_pe();
+  }
+
+  // The address of `t` as mapped here; traps when P2P does not serve its PE, or when that copy is
+  // not mapped (a peer's buffer that buffer_register registered: only buffer_register_symmetric
+  // maps peers' copies). Both tests share one branch and one failure site.
   MORI_DEVICE static char* address(const char* call, const RemoteTarget& t) {
     const uint64_t base = state::p2p_base(t);
-    const state::Transport tr = state::transport_to(t.pe);
-    const bool direct = tr == state::Transport::kP2P || tr == state::Transport::kSdma;
-    if (!base || !direct) [[unlikely]] {
+    const bool served = serves(t.pe);
+    if (!base || !served) [[unlikely]] {
       state::fail({state::DeviceErrorCode::kNotReachable, t.pe}, [&](state::Message& m) {
-        if (!direct)
-          m << call << ": PE " << t.pe << " is unreachable from PE " << state::this_pe();
+        if (!served)
+          say_unreachable(m, call, t.pe);
         else
           m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
             << " is not mapped into this PE (P2P reaches a registered buffer only when "
