@@ -94,6 +94,29 @@ struct ByCode {
   }
 };
 
+// The host's loop of accumulate and combine_pair: d[k] = c(a[k], b[k]) over [0, n), none of the
+// three overlapping. In tiles of a fixed count, on restrict pointers: GCC's -O2 vectorizes a loop
+// only when it needs no runtime alias check and no remainder of unknown count (measured: a plain
+// loop ran one element per instruction; tiles through local arrays kept the arrays on the stack, a
+// load and a store more per vector).
+template <typename C, typename T>
+MORI_DEVICE void combine_span(const C& c, T* __restrict d, const T* __restrict a,
+                              const T* __restrict b, size_t n) {
+  constexpr size_t kTile = 64 / sizeof(T);
+  size_t k = 0;
+  for (; k + kTile <= n; k += kTile)
+    for (size_t j = 0; j < kTile; ++j) d[k + j] = c(a[k + j], b[k + j]);
+  for (; k < n; ++k) d[k] = c(a[k], b[k]);
+}
+template <typename C, typename T>
+MORI_DEVICE void accumulate_span(const C& c, T* __restrict d, const T* __restrict from, size_t n) {
+  constexpr size_t kTile = 64 / sizeof(T);
+  size_t k = 0;
+  for (; k + kTile <= n; k += kTile)
+    for (size_t j = 0; j < kTile; ++j) d[k + j] = c(d[k + j], from[k + j]);
+  for (; k < n; ++k) d[k] = c(d[k], from[k]);
+}
+
 // dest[k] = c(dest[k], from[k]) for this participant's share of [0, n); the first term (kFirst)
 // is a copy, nothing when in place (dest == from: reduce on its own source). from never overlaps
 // dest otherwise.
@@ -112,22 +135,24 @@ MORI_DEVICE void accumulate(const C& c, T* dest, const T* from, size_t n) {
   } else {
     size_t k = 0, end = 0;
     mori::detail::share_span<S>(n, &k, &end);
-    if constexpr (kFirst) {
+    if constexpr (kFirst)
       std::memcpy(dest + k, from + k, (end - k) * sizeof(T));
-    } else {
-      // In tiles of a fixed count through local arrays: GCC's -O2 vectorizes a loop only when it
-      // needs no runtime alias check and no remainder of unknown count (measured: the plain loop
-      // ran one element per instruction, 3-5x slower).
-      constexpr size_t kTile = 256 / sizeof(T);
-      for (; k + kTile <= end; k += kTile) {
-        T d[kTile], f[kTile];
-        std::memcpy(d, dest + k, sizeof d);
-        std::memcpy(f, from + k, sizeof f);
-        for (size_t j = 0; j < kTile; ++j) d[j] = c(d[j], f[j]);
-        std::memcpy(dest + k, d, sizeof d);
-      }
-      for (; k < end; ++k) dest[k] = c(dest[k], from[k]);
-    }
+    else
+      accumulate_span(c, dest + k, from + k, end - k);
+  }
+}
+
+// dest[k] = c(a[k], b[k]) for this participant's share of [0, n): the first two terms of a
+// combine in one pass. dest may be a (in place); b overlaps neither.
+template <Scope S, typename C, typename T>
+MORI_DEVICE void combine_pair(const C& c, T* dest, const T* a, const T* b, size_t n) {
+  if (dest == a) return accumulate<false, S>(c, dest, b, n);
+  if constexpr (platform::kLanesInterleave) {
+    mori::detail::for_each_share<S>(n, [=](size_t k) { dest[k] = c(a[k], b[k]); });
+  } else {
+    size_t k = 0, end = 0;
+    mori::detail::share_span<S>(n, &k, &end);
+    combine_span(c, dest + k, a + k, b + k, end - k);
   }
 }
 
@@ -151,8 +176,11 @@ MORI_DEVICE void combine_chunks(const C& c, T* out, size_t n, int m, Source&& so
   constexpr size_t kChunk = kCombineChunkBytes / sizeof(T);
   for (size_t begin = 0; begin < n; begin += kChunk) {
     const size_t len = n - begin < kChunk ? n - begin : kChunk;
-    accumulate<true, S>(c, out + begin, source(0) + begin, len);
-    for (int i = 1; i < m; ++i) accumulate<false, S>(c, out + begin, source(i) + begin, len);
+    if (m == 1)
+      accumulate<true, S>(c, out + begin, source(0) + begin, len);
+    else
+      combine_pair<S>(c, out + begin, source(0) + begin, source(1) + begin, len);
+    for (int i = 2; i < m; ++i) accumulate<false, S>(c, out + begin, source(i) + begin, len);
     after(begin, len);
   }
 }
