@@ -136,16 +136,17 @@ TEST_CASE_TEMPLATE("broadcast, fcollect, collect, alltoall(s): every element on 
 }
 
 // Flagged broadcasts let the root run ahead of the members it sends to (coll/flags.hpp): here every
-// PE but world PE 0 dawdles before each call, and PE 0 is the root of the last 16 calls (twice the
-// mailbox sets), so it runs ahead as far as the sets allow. Each call has its own dest slot, whose value must reach
+// PE but world PE 0 dawdles before each call, and PE 0 is the root of the last 2 * kMailboxSets
+// calls, so it runs ahead as far as the sets allow. Each call has its own dest slot, whose value must reach
 // every member; then PE 0 broadcasts enough to be a push into the last call's slot, which must wait
 // until the slow members have finished filling it from their mailboxes; a flagged fcollect follows.
 TEST_CASE_TEMPLATE("flagged broadcasts run ahead without losing a call; a push after them waits", S,
                    Thread, Block) {
   Session s;
-  constexpr int kCalls = 32;
+  constexpr int kAhead = 2 * static_cast<int>(mori::shmem::detail::coll::kMailboxSets);
+  constexpr int kCalls = kAhead + 16;
   constexpr size_t kSmall = 3, kPush = 600;  // 12 bytes go flagged, 2400 bytes are a push
-  auto root = [&](int c) { return c < kCalls - 16 ? c % s.n : 0; };
+  auto root = [&](int c) { return c < kCalls - kAhead ? c % s.n : 0; };
   CheckedSlots<Elem> dest{kCalls + 1, kPush};
   GuardedSlots<Elem> src{kCalls + 1, kPush};
   for (int c = 0; c < kCalls; ++c)

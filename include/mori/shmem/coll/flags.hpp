@@ -46,7 +46,7 @@ namespace mori::shmem::detail::coll {
 // (with its barrier) moves the data in larger stores.
 inline constexpr uint64_t kFlaggedMaxBytes = 1024;
 // Mailbox sets: a member may run kMailboxSets - 1 calls ahead of a member it does not wait for.
-inline constexpr uint64_t kMailboxSets = 8;
+inline constexpr uint64_t kMailboxSets = 16;
 inline constexpr uint64_t kAckEvery = kMailboxSets / 2;
 inline constexpr uint64_t kFlagBytes = 8;
 // The call word's top bit: the team's last collective was flagged (settle()).
