@@ -78,7 +78,7 @@ common=("${extra_defines[@]}" "${subset[@]}" -std=c++20 -O2 -DNDEBUG -fvisibilit
 # the bitcode with their own LLVM, whose lifetime intrinsics may differ (LLVM 21 dropped the size
 # operand), so none may remain: each is a whole `call void` line of the IR, safe to drop.
 #
-# The SGPR limit (amdgcn; MORI_BITCODE_SGPR_LIMIT, default 40, 0 for none). A callable function
+# The SGPR limit (amdgcn; MORI_BITCODE_SGPR_LIMIT, default 36, 0 for none). A callable function
 # saves every callee-saved SGPR (s34 up) it uses in its prologue and restores it before returning,
 # on every call: a wrapper whose RDMA path needs 60 SGPRs paid 59 instructions for them on its P2P
 # path too. "amdgpu-num-sgpr" (LLVM's AMDGPUUsage; clang admits it on kernels only, so it is added

@@ -44,7 +44,13 @@ Status Runtime::publish() {
   MORI_TRY(d_remote_bases.upload(remote_bases.data(), n * sizeof(uint64_t)));
   MORI_TRY(d_rkeys.upload(rkeys.data(), n * sizeof(uint32_t)));
 
+  // The heap first: the device finds it at regions[-1] (state/gpu_states.hpp).
+  const uint32_t heap_lkey = rdma ? rdma->heap_lkey() : 0;
   std::vector<state::RegisteredRegion> table;
+  table.push_back({reinterpret_cast<uint64_t>(memory->base()), memory->size(),
+                   static_cast<const uint64_t*>(d_peer_bases.ptr),
+                   static_cast<const uint64_t*>(d_remote_bases.ptr),
+                   static_cast<const uint32_t*>(d_rkeys.ptr), heap_lkey, 0});
   for (auto& [base, r] : regions) {
     MORI_TRY(r->d_peer_bases.upload(r->peer_bases.data(), n * sizeof(uint64_t)));
     MORI_TRY(r->d_remote_bases.upload(r->remote_bases.data(), n * sizeof(uint64_t)));
@@ -67,8 +73,8 @@ Status Runtime::publish() {
   s.peer_bases = static_cast<const uint64_t*>(d_peer_bases.ptr);
   s.remote_bases = static_cast<const uint64_t*>(d_remote_bases.ptr);
   s.rkeys = static_cast<const uint32_t*>(d_rkeys.ptr);
-  s.regions = static_cast<const state::RegisteredRegion*>(d_regions.ptr);
-  s.n_regions = static_cast<int32_t>(table.size());
+  s.regions = static_cast<const state::RegisteredRegion*>(d_regions.ptr) + 1;
+  s.n_regions = static_cast<int32_t>(table.size() - 1);
   s.internal = reinterpret_cast<uint64_t*>(memory->base() + internal_offset);
   s.internal_bytes = kInternalBytes;
   s.error = error;
@@ -81,7 +87,7 @@ Status Runtime::publish() {
   if (rdma) {
     s.rdma_endpoints = rdma->device_endpoints();
     s.nic = static_cast<uint8_t>(rdma->nic());
-    s.heap_lkey = rdma->heap_lkey();
+    s.heap_lkey = heap_lkey;
   }
   states = s;
 

@@ -48,12 +48,15 @@ MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
   return false;
 }
 
+// The heap's (region -1) or the registered buffer's entry of the region table: one indexed load,
+// where choosing between GpuStates' heap tables and the buffer's was a divergent branch.
+MORI_DEVICE const RegisteredRegion& region_of(const SymmetricRef& ref) {
+  return gpu_states().regions[ref.region];
+}
+
 // Where `t`'s heap or buffer starts on its PE as mapped here (P2P), or 0 when that copy is not
 // mapped here.
-MORI_DEVICE uint64_t p2p_base(const RemoteTarget& t) {
-  const GpuStates& s = gpu_states();
-  return t.ref.region < 0 ? s.peer_bases[t.pe] : s.regions[t.ref.region].peer_bases[t.pe];
-}
+MORI_DEVICE uint64_t p2p_base(const RemoteTarget& t) { return region_of(t.ref).peer_bases[t.pe]; }
 
 // The address through which this PE reaches `t` directly (P2P), or 0 when that copy is not mapped
 // here.
@@ -64,10 +67,7 @@ MORI_DEVICE uint64_t p2p_address(const RemoteTarget& t) {
 
 // The address of `t` in its own PE's address space, as a NIC on that PE sees it (RDMA).
 MORI_DEVICE uint64_t remote_address(const RemoteTarget& t) {
-  const GpuStates& s = gpu_states();
-  const uint64_t base =
-      t.ref.region < 0 ? s.remote_bases[t.pe] : s.regions[t.ref.region].remote_bases[t.pe];
-  return base + t.ref.offset;
+  return region_of(t.ref).remote_bases[t.pe] + t.ref.offset;
 }
 
 }  // namespace mori::state

@@ -16,7 +16,7 @@ namespace mori::state {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
-inline constexpr uint32_t kGpuStatesAbiVersion = 4;
+inline constexpr uint32_t kGpuStatesAbiVersion = 5;
 
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
@@ -107,6 +107,9 @@ struct GpuStates {
   // [n_pes] each PE's heap base in that PE's own address space (RDMA).
   const uint64_t* remote_bases;
   const uint32_t* rkeys;  // [n_pes] each PE's heap rkey, when RDMA is set up
+  // [n_regions] the registered buffers; regions[-1] describes the heap (base, size and the three
+  // tables above, heap_lkey), so that a SymmetricRef's region (-1 for the heap) indexes both
+  // without a branch.
   const RegisteredRegion* regions;
   int32_t n_regions;
   uint32_t heap_lkey;

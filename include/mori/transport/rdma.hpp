@@ -265,18 +265,10 @@ struct Rdma {
 
   // The remote address and key of `t` (RDMA names the target in its own PE's address space).
   MORI_DEVICE static WorkRequest remote(const RemoteTarget& t) {
-    const state::GpuStates& s = state::gpu_states();
-    // The heap's or the buffer's tables, chosen in one branch for both.
-    const uint64_t* bases = s.remote_bases;
-    const uint32_t* keys = s.rkeys;
-    if (t.ref.region >= 0) {
-      const state::RegisteredRegion& r = s.regions[t.ref.region];
-      bases = r.remote_bases;
-      keys = r.rkeys;
-    }
+    const state::RegisteredRegion& r = state::region_of(t.ref);  // the heap's or the buffer's
     WorkRequest wr{};
-    wr.remote_addr = bases[t.pe] + t.ref.offset;
-    wr.rkey = keys[t.pe];
+    wr.remote_addr = r.remote_bases[t.pe] + t.ref.offset;
+    wr.rkey = r.rkeys[t.pe];
     return wr;
   }
 
@@ -310,10 +302,9 @@ struct Rdma {
 
   // The lkey of local [addr, addr + bytes) in *key, if that memory has one (heap or registered).
   MORI_DEVICE static bool find_local_key(const void* addr, uint64_t bytes, uint32_t* key) {
-    const state::GpuStates& s = state::gpu_states();
     state::SymmetricRef ref;
     if (!state::locate(reinterpret_cast<uint64_t>(addr), bytes, &ref)) return false;
-    *key = ref.region < 0 ? s.heap_lkey : s.regions[ref.region].lkey;
+    *key = state::region_of(ref).lkey;
     return true;
   }
 
