@@ -94,27 +94,20 @@ struct ByCode {
   }
 };
 
-// The host's loop of accumulate and combine_pair: d[k] = c(a[k], b[k]) over [0, n), none of the
-// three overlapping. In tiles of a fixed count, on restrict pointers: GCC's -O2 vectorizes a loop
-// only when it needs no runtime alias check and no remainder of unknown count (measured: a plain
-// loop ran one element per instruction; tiles through local arrays kept the arrays on the stack, a
-// load and a store more per vector).
-template <typename C, typename T>
+// The host's loop of accumulate and combine_pair: d[k] = c(a[k], b[k]) over [0, n), or with
+// kInto d[k] = c(d[k], b[k]) (a unused); b overlaps neither d nor a. In tiles of a fixed count, on
+// restrict pointers: GCC's -O2 vectorizes a loop only when it needs no runtime alias check and no
+// remainder of unknown count (measured: a plain loop ran one element per instruction; tiles
+// through local arrays kept the arrays on the stack, a load and a store more per vector).
+template <bool kInto, typename C, typename T>
 MORI_DEVICE void combine_span(const C& c, T* __restrict d, const T* __restrict a,
                               const T* __restrict b, size_t n) {
   constexpr size_t kTile = 64 / sizeof(T);
+  auto at = [&](size_t k) { return c(kInto ? d[k] : a[k], b[k]); };
   size_t k = 0;
   for (; k + kTile <= n; k += kTile)
-    for (size_t j = 0; j < kTile; ++j) d[k + j] = c(a[k + j], b[k + j]);
-  for (; k < n; ++k) d[k] = c(a[k], b[k]);
-}
-template <typename C, typename T>
-MORI_DEVICE void accumulate_span(const C& c, T* __restrict d, const T* __restrict from, size_t n) {
-  constexpr size_t kTile = 64 / sizeof(T);
-  size_t k = 0;
-  for (; k + kTile <= n; k += kTile)
-    for (size_t j = 0; j < kTile; ++j) d[k + j] = c(d[k + j], from[k + j]);
-  for (; k < n; ++k) d[k] = c(d[k], from[k]);
+    for (size_t j = 0; j < kTile; ++j) d[k + j] = at(k + j);
+  for (; k < n; ++k) d[k] = at(k);
 }
 
 // dest[k] = c(dest[k], from[k]) for this participant's share of [0, n); the first term (kFirst)
@@ -138,7 +131,7 @@ MORI_DEVICE void accumulate(const C& c, T* dest, const T* from, size_t n) {
     if constexpr (kFirst)
       std::memcpy(dest + k, from + k, (end - k) * sizeof(T));
     else
-      accumulate_span(c, dest + k, from + k, end - k);
+      combine_span<true>(c, dest + k, static_cast<const T*>(nullptr), from + k, end - k);
   }
 }
 
@@ -152,7 +145,7 @@ MORI_DEVICE void combine_pair(const C& c, T* dest, const T* a, const T* b, size_
   } else {
     size_t k = 0, end = 0;
     mori::detail::share_span<S>(n, &k, &end);
-    combine_span(c, dest + k, a + k, b + k, end - k);
+    combine_span<false>(c, dest + k, a + k, b + k, end - k);
   }
 }
 
