@@ -9,7 +9,7 @@
 // result. Each repetition is one launch per PE in which one scope instance runs the warmup calls,
 // then times --iters calls; the repetition's figure is the slowest PE's time per call, and the
 // median over repetitions is reported with the fastest and slowest. Bandwidth is the collective's
-// volume, the bytes it writes into each PE's dest (volume_of below), per call.
+// volume (volume_of below) per call.
 // --memcpy also times std::memcpy of that volume between two local buffers in the same program,
 // repetition by repetition: the bound for moving that volume on one CPU.
 #include <mpi.h>
@@ -39,11 +39,15 @@ enum class Coll { kBroadcast, kFcollect, kCollect, kAlltoall, kReduce, kReducesc
 const std::vector<std::string> kColls = {"broadcast", "fcollect", "collect",
                                          "alltoall",  "reduce",   "reducescatter"};
 
-// The bytes one call writes into each PE's dest: its data volume, whose memcpy is the bound the
-// bandwidth is held to (fcollect, collect and alltoall: a block from every member, this PE's own
-// included, since the call copies that one too).
+// A call's data volume per PE, whose memcpy is the bound the bandwidth is held to: the bytes it
+// writes into each PE's dest (fcollect, collect and alltoall: a block from every member, this PE's
+// own included, since the call copies that one too), except reducescatter's, which is the array it
+// reduces: a block for every member. nccl-tests counts a reduce-scatter the same way (its size and
+// algorithm bandwidth are nranks times the received count: ReduceScatterGetCollByteCount in
+// src/reduce_scatter.cu, doc/PERFORMANCE.md); a block per PE would hold a call that must read
+// `npes` blocks per block it writes to a copy of one.
 size_t volume_of(const std::string& coll, size_t size, int npes) {
-  if (coll == "broadcast" || coll == "reduce" || coll == "reducescatter") return size;
+  if (coll == "broadcast" || coll == "reduce") return size;
   return size * npes;
 }
 

@@ -128,9 +128,11 @@ def main():
                "then Open MPI's OpenSHMEM 1.4 active-set collectives (`bench/compare/oshmem_coll.c`, the same "
                "loop, `reduce` as `shmem_float_sum_to_all`; it has no reducescatter); figures are the median over "
                "the rounds, (min-max) the rounds' spread. `block` is one member's block (broadcast's message, "
-               "reduce's float array). GB/s is the volume a call writes into each PE's dest (broadcast, reduce, "
-               "reducescatter: the block; fcollect, collect, alltoall: a block from every PE, its own included) "
-               "per call; the memcpy bound is `memcpy` of that volume on one CPU in the same program. The machine has "
+               "reduce's float array, reducescatter's block of the result). GB/s is a call's volume per PE per call: "
+               "the bytes it writes into each PE's dest (broadcast, reduce: the block; fcollect, collect, alltoall: "
+               "a block from every PE, its own included), but for reducescatter the array it reduces, a block for "
+               "every PE, as nccl-tests counts a reduce-scatter; the memcpy bound is `memcpy` of that volume on one "
+               "CPU in the same program. The machine has "
                "2 cores: at 4 PEs two PEs share each." % (command, args.rounds, REPS, ITERS), ""] + \
         lines + ["Targets (issue 18):", ""] + verdicts + [""]
     print("\n".join(section))
