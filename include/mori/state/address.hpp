@@ -26,26 +26,30 @@ struct RemoteTarget {
 };
 
 // True when [addr, addr + bytes) lies inside the heap or inside one registered buffer (the heap is
-// tried first).
+// tried first). *out is the heap's reference to addr whenever no buffer holds the range, found or
+// not (unchecked callers fall back to it): so the search is a branch with no else, which a wave
+// whose lanes all address the heap skips, where a result chosen from the heap's, the buffer's or
+// none was an if/else with a join (12 instructions of a P2P int32_p).
 MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
   const GpuStates& s = gpu_states();
   // One unsigned compare finds the heap (an address below its base wraps past heap_size). Checked
   // builds also require the range to end inside it; release builds trust a range that starts
   // there (it cannot lie in a registered buffer, and a bad one is the caller's error).
   const uint64_t heap_offset = addr - s.heap_base;
-  if (heap_offset < s.heap_size && (!MORI_DEVICE_CHECKS || bytes <= s.heap_size - heap_offset)) {
-    MORI_PATH_MARK("locate.heap");  // the common case (bench/isa_paths.txt)
-    *out = {-1, heap_offset};
-    return true;
-  }
-  for (int i = 0; i < s.n_regions; ++i) {
-    const RegisteredRegion& r = s.regions[i];
-    if (addr >= r.base && addr - r.base <= r.size && bytes <= r.size - (addr - r.base)) {
-      *out = {i, addr - r.base};
-      return true;
+  *out = {-1, heap_offset};
+  bool found =
+      heap_offset < s.heap_size && (!MORI_DEVICE_CHECKS || bytes <= s.heap_size - heap_offset);
+  if (!found) {
+    for (int i = 0; i < s.n_regions; ++i) {
+      const RegisteredRegion& r = s.regions[i];
+      if (addr >= r.base && addr - r.base <= r.size && bytes <= r.size - (addr - r.base)) {
+        *out = {i, addr - r.base};
+        found = true;
+        break;
+      }
     }
   }
-  return false;
+  return found;
 }
 
 // The heap's (region -1) or the registered buffer's entry of the region table: one indexed load,
