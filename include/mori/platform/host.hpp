@@ -34,6 +34,7 @@ inline uint32_t opaque_uniform(uint32_t x) { return x; }
 
 // ---- failure ------------------------------------------------------------------------------------
 [[noreturn]] inline void trap(const char* message) { throw host::TrapError(message); }
+inline void trap_in_line(const char* message) { trap(message); }
 
 // ---- barriers -----------------------------------------------------------------------------------
 inline void warp_sync() {

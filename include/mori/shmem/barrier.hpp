@@ -125,7 +125,7 @@ MORI_DEVICE void sync_leader(const char* call, const SyncGroup& g) {
       [&] { return count() >= target; },
       [&] {
         const uint64_t seen = count(), before = target - pes;
-        state::fail(
+        state::fail_in_line(
             {state::DeviceErrorCode::kTimeout, me, reinterpret_cast<uint64_t>(arrivals), seen},
             [&](state::Message& m) {
               state::timeout_prefix(m, call);

@@ -76,15 +76,15 @@ MORI_DEVICE void set_lock(long* lock) {
         return detail::lock_serving(seen) == ticket;
       },
       [&] {
-        state::fail({state::DeviceErrorCode::kTimeout, detail::kLockHome,
-                     reinterpret_cast<uint64_t>(lock), detail::lock_serving(seen)},
-                    [&](state::Message& m) {
-                      state::timeout_prefix(m, "set_lock");
-                      m << "lock " << hex(lock) << " on PE " << detail::kLockHome
-                        << " serves ticket " << detail::lock_serving(seen)
-                        << ", this thread holds ticket " << ticket << " (next ticket "
-                        << detail::lock_next(seen) << ")";
-                    });
+        state::fail_in_line({state::DeviceErrorCode::kTimeout, detail::kLockHome,
+                             reinterpret_cast<uint64_t>(lock), detail::lock_serving(seen)},
+                            [&](state::Message& m) {
+                              state::timeout_prefix(m, "set_lock");
+                              m << "lock " << hex(lock) << " on PE " << detail::kLockHome
+                                << " serves ticket " << detail::lock_serving(seen)
+                                << ", this thread holds ticket " << ticket << " (next ticket "
+                                << detail::lock_next(seen) << ")";
+                            });
       });
   detail::lock_acquired();
 }

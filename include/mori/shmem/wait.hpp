@@ -111,18 +111,18 @@ struct WaitSet {
     return count;
   }
 
-  [[noreturn]] MORI_DEVICE void timed_out(size_t i) const {
+  MORI_DEVICE void timed_out(size_t i) const {
     T seen;
     ready(i, &seen);
-    state::fail({state::DeviceErrorCode::kTimeout, state::this_pe(),
-                 reinterpret_cast<uint64_t>(ivars + i), static_cast<uint64_t>(seen)},
-                [&](state::Message& m) {
-                  state::timeout_prefix(m, call);
-                  m << "*" << hex(ivars + i);
-                  if (array) m << " (entry " << i << " of " << n << ")";
-                  m << " is " << as_number(seen) << ", waiting for " << cmp_text(cmp) << " "
-                    << as_number(value_of(i)) << " (PE " << state::this_pe() << ")";
-                });
+    state::fail_in_line({state::DeviceErrorCode::kTimeout, state::this_pe(),
+                         reinterpret_cast<uint64_t>(ivars + i), static_cast<uint64_t>(seen)},
+                        [&](state::Message& m) {
+                          state::timeout_prefix(m, call);
+                          m << "*" << hex(ivars + i);
+                          if (array) m << " (entry " << i << " of " << n << ")";
+                          m << " is " << as_number(seen) << ", waiting for " << cmp_text(cmp) << " "
+                            << as_number(value_of(i)) << " (PE " << state::this_pe() << ")";
+                        });
   }
 };
 

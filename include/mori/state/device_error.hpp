@@ -65,19 +65,56 @@ MORI_DEVICE MORI_COLD_INLINE void record_failure(const FailureInfo& info, const 
 }
 }  // namespace detail
 
+namespace detail {
+// Records the failure, then traps: with platform::trap, or (kInLine) platform::trap_in_line.
+template <bool kInLine, typename Describe>
+MORI_DEVICE MORI_COLD_INLINE void record_and_trap(const FailureInfo& info, Describe&& describe) {
+  auto trap = [](const char* text) {
+    if constexpr (kInLine)
+      platform::trap_in_line(text);
+    else
+      platform::trap(text);
+  };
+  if constexpr (kDescribeFailures) {
+    Message message;
+    describe(message);
+    record_failure(info, message.data, message.length);
+    trap(message.data);
+  } else {
+    record_failure(info, "", 0);
+    trap("");
+  }
+}
+}  // namespace detail
+
 // Records the failure and traps. `describe(Message&)` writes the one-line reason; it runs only
 // where failures are described (kDescribeFailures). Never returns.
 template <typename Describe>
 [[noreturn]] MORI_DEVICE MORI_COLD_INLINE void fail(const FailureInfo& info, Describe&& describe) {
-  if constexpr (kDescribeFailures) {
-    Message message;
-    describe(message);
-    detail::record_failure(info, message.data, message.length);
-    platform::trap(message.data);
-  } else {
-    detail::record_failure(info, "", 0);
-    platform::trap("");
-  }
+  detail::record_and_trap<false>(info, describe);
+  __builtin_unreachable();
+}
+
+// fail() as a site the compiler takes to fall through (platform::trap_in_line), for a failure
+// inside a loop on a hot path (a wait's timeout): a site that never returns is a second exit of
+// the loop, which the structurizer joins with exec-mask bookkeeping on every pass. The wave still
+// ends in the trap.
+template <typename Describe>
+MORI_DEVICE MORI_COLD_INLINE void fail_in_line(const FailureInfo& info, Describe&& describe) {
+  return detail::record_and_trap<true>(info, describe);
+}
+
+// fail() in the lanes where `bad` holds, for a check on a hot path. The failure site is entered
+// by a branch the whole wave takes or skips together (a ballot and a scalar branch) and ends in
+// platform::trap_in_line, which the compiler takes to fall through: `if (bad) fail(...)` in
+// divergent code saved, flipped and restored the exec mask around the site, and kept the lanes
+// that "left" out of the code after it with a mask of their own (P2P int32_p: 71 -> 62
+// instructions). The wave still ends in the trap; the code after the site never runs for it.
+template <typename Describe>
+MORI_DEVICE void fail_if(bool bad, const FailureInfo& info, Describe&& describe) {
+  if (platform::ballot(bad) == 0) [[likely]]
+    return;
+  if (bad) detail::record_and_trap<true>(info, describe);
 }
 
 }  // namespace mori::state

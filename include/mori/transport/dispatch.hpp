@@ -11,6 +11,8 @@
 // (transport/providers.hpp: MLX5 alone unless CMake's MORI_RDMA_PROVIDERS names others).
 #pragma once
 
+#include <type_traits>
+
 #include "mori/provider/bnxt.hpp"
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
@@ -34,30 +36,47 @@ static_assert(DeviceTransport<Rdma<provider::Bnxt>>);
 static_assert(DeviceTransport<Rdma<provider::Ionic>>);
 #endif
 
-// Runs f<Rdma<Provider>>() for the job's NIC family.
+// The failure of a job whose NIC family this code was not built for.
+MORI_DEVICE state::FailureInfo nic_not_built(int pe, state::Nic nic) {
+  return {state::DeviceErrorCode::kNotBuilt, pe, 0, static_cast<uint64_t>(nic)};
+}
+MORI_DEVICE void say_nic_not_built(state::Message& m, const char* call, int pe, state::Nic nic) {
+  m << call << ": PE " << pe << " is reached over RDMA, but NIC family " << static_cast<int>(nic)
+    << " is not compiled into this code (MORI_RDMA_PROVIDERS)";
+}
+
+// Runs f<Rdma<Provider>>() for the job's NIC family. With one family compiled in (the default),
+// a check of the job's family and a call; with several, a switch on it.
 template <typename F>
 MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, [[maybe_unused]] F&& f) {
   const auto nic = static_cast<state::Nic>(state::gpu_states().nic);
-  switch (nic) {
+  if constexpr (MORI_RDMA_MLX5 + MORI_RDMA_BNXT + MORI_RDMA_IONIC == 1) {
+    using Only = Rdma<
+        std::conditional_t<MORI_RDMA_MLX5, provider::Mlx5,
+                           std::conditional_t<MORI_RDMA_BNXT, provider::Bnxt, provider::Ionic>>>;
+    constexpr state::Nic kOnly = MORI_RDMA_MLX5   ? state::Nic::kMlx5
+                                 : MORI_RDMA_BNXT ? state::Nic::kBnxt
+                                                  : state::Nic::kIonic;
+    state::fail_if(nic != kOnly, nic_not_built(pe, nic),
+                   [&](state::Message& m) { say_nic_not_built(m, call, pe, nic); });
+    return f.template operator()<Only>();
+  } else {
+    switch (nic) {
 #if MORI_RDMA_MLX5
-    case state::Nic::kMlx5:
-      return f.template operator()<Rdma<provider::Mlx5>>();
+      case state::Nic::kMlx5:
+        return f.template operator()<Rdma<provider::Mlx5>>();
 #endif
 #if MORI_RDMA_BNXT
-    case state::Nic::kBnxt:
-      return f.template operator()<Rdma<provider::Bnxt>>();
+      case state::Nic::kBnxt:
+        return f.template operator()<Rdma<provider::Bnxt>>();
 #endif
 #if MORI_RDMA_IONIC
-    case state::Nic::kIonic:
-      return f.template operator()<Rdma<provider::Ionic>>();
+      case state::Nic::kIonic:
+        return f.template operator()<Rdma<provider::Ionic>>();
 #endif
-    default: {
-      state::fail({state::DeviceErrorCode::kNotBuilt, pe, 0, static_cast<uint64_t>(nic)},
-                  [&](state::Message& m) {
-                    m << call << ": PE " << pe << " is reached over RDMA, but NIC family "
-                      << static_cast<int>(nic)
-                      << " is not compiled into this code (MORI_RDMA_PROVIDERS)";
-                  });
+      default:
+        state::fail(nic_not_built(pe, nic),
+                    [&](state::Message& m) { say_nic_not_built(m, call, pe, nic); });
     }
   }
 }
@@ -77,10 +96,8 @@ MORI_DEVICE decltype(auto) with_transport([[maybe_unused]] const char* call,
 // to one PE ask here).
 MORI_DEVICE void check_reachable(const char* call, int pe) {
   const bool rdma = kAnyRdma && state::transport_to(pe) == state::Transport::kRdma;
-  if (!rdma && !P2p::serves(pe)) [[unlikely]] {
-    state::fail({state::DeviceErrorCode::kNotReachable, pe},
-                [&](state::Message& m) { P2p::say_unreachable(m, call, pe); });
-  }
+  state::fail_if(!rdma && !P2p::serves(pe), {state::DeviceErrorCode::kNotReachable, pe},
+                 [&](state::Message& m) { P2p::say_unreachable(m, call, pe); });
 }
 
 // Runs f<Transport>() once for each transport some PE uses (quiet and fence over every PE).

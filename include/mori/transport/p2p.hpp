@@ -42,16 +42,15 @@ struct P2p {
   MORI_DEVICE static char* address(const char* call, const RemoteTarget& t) {
     const uint64_t base = state::p2p_base(t);
     const bool served = serves(t.pe);
-    if (!base || !served) [[unlikely]] {
-      state::fail({state::DeviceErrorCode::kNotReachable, t.pe}, [&](state::Message& m) {
-        if (!served)
-          say_unreachable(m, call, t.pe);
-        else
-          m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
-            << " is not mapped into this PE (P2P reaches a registered buffer only when "
-               "buffer_register_symmetric registered it)";
-      });
-    }
+    state::fail_if(
+        !base || !served, {state::DeviceErrorCode::kNotReachable, t.pe}, [&](state::Message& m) {
+          if (!served)
+            say_unreachable(m, call, t.pe);
+          else
+            m << call << ": PE " << t.pe << "'s copy of registered buffer " << t.ref.region
+              << " is not mapped into this PE (P2P reaches a registered buffer only "
+                 "when buffer_register_symmetric registered it)";
+        });
     return reinterpret_cast<char*>(base + t.ref.offset);
   }
 

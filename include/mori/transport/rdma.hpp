@@ -253,13 +253,12 @@ struct Rdma {
   MORI_DEVICE static RdmaEndpoint& endpoint(const char* call, int pe, int qp) {
     const state::GpuStates& s = state::gpu_states();
     // One unsigned compare: a negative qp wraps past every count.
-    if (static_cast<uint32_t>(qp) >= static_cast<uint32_t>(s.num_qp_per_pe)) {
-      state::fail({state::DeviceErrorCode::kBadArgument, pe, 0, static_cast<uint64_t>(qp)},
-                  [&](state::Message& m) {
-                    m << call << ": qp " << qp << " is out of range [0, " << s.num_qp_per_pe
-                      << ") (PE " << pe << ", MORI_NUM_QP_PER_PE)";
-                  });
-    }
+    state::fail_if(static_cast<uint32_t>(qp) >= static_cast<uint32_t>(s.num_qp_per_pe),
+                   {state::DeviceErrorCode::kBadArgument, pe, 0, static_cast<uint64_t>(qp)},
+                   [&](state::Message& m) {
+                     m << call << ": qp " << qp << " is out of range [0, " << s.num_qp_per_pe
+                       << ") (PE " << pe << ", MORI_NUM_QP_PER_PE)";
+                   });
     return s.rdma_endpoints[pe * s.num_qp_per_pe + qp];
   }
 
@@ -312,13 +311,13 @@ struct Rdma {
   MORI_DEVICE static uint32_t local_key(const char* call, const void* addr, uint64_t bytes, int pe,
                                         const char* role) {
     uint32_t key = 0;
-    if (!find_local_key(addr, bytes, &key)) {
-      const uint64_t a = reinterpret_cast<uint64_t>(addr);
-      state::fail({state::DeviceErrorCode::kBadAddress, pe, a}, [&](state::Message& m) {
-        m << call << ": local " << role << " " << hex(a) << " (" << bytes
-          << " bytes) has no RDMA key: use heap or buffer_register memory (PE " << pe << ")";
-      });
-    }
+    const uint64_t a = reinterpret_cast<uint64_t>(addr);
+    state::fail_if(!find_local_key(addr, bytes, &key), {state::DeviceErrorCode::kBadAddress, pe, a},
+                   [&](state::Message& m) {
+                     m << call << ": local " << role << " " << hex(a) << " (" << bytes
+                       << " bytes) has no RDMA key: use heap or buffer_register memory (PE " << pe
+                       << ")";
+                   });
     return key;
   }
 

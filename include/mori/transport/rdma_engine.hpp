@@ -186,16 +186,17 @@ struct RdmaEngine {
       const uint64_t failed = p.completed_through - 1;
       const uint64_t through = p.completed_through > load(&ep.completed) ? failed : kFromEndpoint;
       const QueueSnapshot q = snapshot(ep, through);
-      state::fail({state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(q)},
-                  [&](state::Message& m) {
-                    m << "RDMA " << Provider::kName << " error completion: " << p.status_text
-                      << " (status " << hex(p.status) << ") on ";
-                    if (through == kFromEndpoint)
-                      m << "a WQE the CQE does not name, ";
-                    else
-                      m << "WQE " << failed << ", ";
-                    describe_queue(m, q, pe);
-                  });
+      state::fail_in_line(
+          {state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(q)},
+          [&](state::Message& m) {
+            m << "RDMA " << Provider::kName << " error completion: " << p.status_text << " (status "
+              << hex(p.status) << ") on ";
+            if (through == kFromEndpoint)
+              m << "a WQE the CQE does not name, ";
+            else
+              m << "WQE " << failed << ", ";
+            describe_queue(m, q, pe);
+          });
     }
     // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote
     // before the CQE (poll_cq read the CQE with acquire): read data, old values of atomics.
@@ -342,14 +343,14 @@ struct RdmaEngine {
       << ", cq consumed " << q.consumed << " (PE " << pe << ")";
   }
 
-  [[noreturn]] MORI_DEVICE MORI_COLD_INLINE static void time_out(const RdmaEndpoint& ep, int pe,
-                                                                 const char* call) {
+  MORI_DEVICE MORI_COLD_INLINE static void time_out(const RdmaEndpoint& ep, int pe,
+                                                    const char* call) {
     const QueueSnapshot q = snapshot(ep);
-    state::fail({state::DeviceErrorCode::kTimeout, pe, 0, q.completed, true, note(q)},
-                [&](state::Message& m) {
-                  state::timeout_prefix(m, call);
-                  describe_queue(m, q, pe);
-                });
+    state::fail_in_line({state::DeviceErrorCode::kTimeout, pe, 0, q.completed, true, note(q)},
+                        [&](state::Message& m) {
+                          state::timeout_prefix(m, call);
+                          describe_queue(m, q, pe);
+                        });
   }
 
   MORI_DEVICE static uint64_t load(const uint64_t* p) {

@@ -109,14 +109,15 @@ MORI_DEVICE void wait_flag(const char* call, const TeamView& v, const uint64_t* 
   auto seen = [&] { return platform::atomic_load<MemOrder::Acquire, MemScope::System>(flag); };
   state::spin_until([&] { return kAtLeast ? seen() >= want : seen() == want; },
                     [&] {
-                      state::fail({state::DeviceErrorCode::kTimeout, state::this_pe(),
-                                   reinterpret_cast<uint64_t>(flag), seen()},
-                                  [&](state::Message& msg) {
-                                    state::timeout_prefix(msg, call);
-                                    msg << "member " << member << " of team " << v.team
-                                        << " did not send call " << want << " (its flag holds "
-                                        << seen() << ", PE " << state::this_pe() << ")";
-                                  });
+                      state::fail_in_line({state::DeviceErrorCode::kTimeout, state::this_pe(),
+                                           reinterpret_cast<uint64_t>(flag), seen()},
+                                          [&](state::Message& msg) {
+                                            state::timeout_prefix(msg, call);
+                                            msg << "member " << member << " of team " << v.team
+                                                << " did not send call " << want
+                                                << " (its flag holds " << seen() << ", PE "
+                                                << state::this_pe() << ")";
+                                          });
                     });
 }
 
