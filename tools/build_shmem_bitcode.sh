@@ -78,17 +78,17 @@ common=("${extra_defines[@]}" "${subset[@]}" -std=c++20 -O2 -DNDEBUG -fvisibilit
 # the bitcode with their own LLVM, whose lifetime intrinsics may differ (LLVM 21 dropped the size
 # operand), so none may remain: each is a whole `call void` line of the IR, safe to drop.
 #
-# The SGPR limit (amdgcn; MORI_BITCODE_SGPR_LIMIT, default 36, 0 for none). A callable function
+# The SGPR limit (amdgcn; MORI_BITCODE_SGPR_LIMIT, default 38, 0 for none). A callable function
 # saves every callee-saved SGPR (s34 up) it uses in its prologue and restores it before returning,
 # on every call: a wrapper whose RDMA path needs 60 SGPRs paid 59 instructions for them on its P2P
 # path too. "amdgpu-num-sgpr" (LLVM's AMDGPUUsage; clang admits it on kernels only, so it is added
-# to the IR here) keeps the allocator below s36: the registers a rare path needs beyond that are
+# to the IR here) keeps the allocator below s38: the registers a rare path needs beyond that are
 # spilled to VGPR lanes on that path. docs/benchmarks.md, "Executed paths", has the measurements.
 # The families that loop over PEs with a transport dispatch in the loop (barrier, sync, locks,
 # collectives) keep a mask per exit of their loop body live across iterations and spill it every
 # iteration under the limit, so they keep the default. Kernels that inline a wrapper drop the
 # attribute with the call: only calls pay either way.
-sgpr_limit=${MORI_BITCODE_SGPR_LIMIT:-36}
+sgpr_limit=${MORI_BITCODE_SGPR_LIMIT:-38}
 sgpr_exempt='@mori_shmem_(([a-z0-9_]*_)?(barrier|sync|broadcastmem|collectmem|alltoallmem|reduce)|(set|clear|test)_lock)'
 strip_lifetime() { # <in.bc> <out.bc> <amdgcn|host>
   local limit=()
