@@ -14,7 +14,9 @@
 //   post_atomic(wqe, wr)               a fetch-add or compare-swap, 4 or 8 bytes
 //   ring_doorbell(ep, next_index, last_wqe)
 //                         makes entries [.., next_index) visible to the NIC: the doorbell record,
-//                         then the doorbell register
+//                         then the doorbell register. Its first store is a system-scope release
+//                         (or follows a release fence): the engine relies on it to publish the
+//                         entries and prepare_submit's writes, and fences nothing itself
 //   poll_cq(ep)           consumes new completions; reports the highest completed WQE index, or a
 //                         decoded error (CqPoll)
 //   atomic_result(raw, width)

@@ -267,11 +267,22 @@ struct RdmaEngine {
           << " (at most " << limit << " outstanding)";
       });
     }
-    // Acquire (in completed_at_least): the NIC has finished reading the slot we are about to
-    // overwrite; without it our WQE stores could overtake the completion we waited for.
-    // The first sq_wqes - 1 WQEs of the QP's life need no room (and next - limit would wrap).
-    const uint64_t target = next > limit ? next - limit : 0;
-    wait_complete(ep, target, pe, "post (waiting for a free WQE)");
+    // Room: next - completed <= limit, which cannot wrap (completed <= submitted <= this batch's
+    // base < next), where completed >= next - limit needed a guard for the QP's first limit WQEs.
+    // Acquire: the NIC has finished reading the slot we are about to overwrite; without it our
+    // WQE stores could overtake the completion we waited for.
+    using platform::MemOrder, platform::MemScope;
+    auto fits = [&] {
+      return next - platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.completed) <=
+             limit;
+    };
+    state::spin_until(
+        [&] {
+          if (fits()) return true;
+          poll(ep, pe);
+          return fits();
+        },
+        [&] { time_out(ep, pe, "post (waiting for a free WQE)"); });
   }
 
   // True once ep.completed >= target; polls the CQ otherwise.
@@ -307,12 +318,13 @@ struct RdmaEngine {
           return platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.submitted) == base;
         },
         [&] { time_out(ep, pe, "post (waiting for earlier WQEs to be submitted)"); });
-    // Release at system scope: the batch's WQE bytes reach memory before the doorbell tells the
-    // NIC to fetch them (else the NIC may read a slot's previous pass). The other lanes' WQEs: on
-    // amdgcn the batch is one wavefront, whose stores this fence's wait covers (one instruction
-    // stream); on the host backend the batch is this lane alone.
+    // The batch's WQE bytes (and prepare_submit's) must reach memory before the doorbell tells
+    // the NIC to fetch them (else the NIC may read a slot's previous pass): ring_doorbell releases
+    // at system scope before its first store (provider/concepts.hpp), where a fence here as well
+    // was a second L2 writeback in a row. The other lanes' WQEs: on amdgcn the batch is one
+    // wavefront, whose stores that release's wait covers (one instruction stream); on the host
+    // backend the batch is this lane alone.
     Provider::prepare_submit(ep, base, next);
-    platform::fence<MemOrder::Release, MemScope::System>();
     Provider::ring_doorbell(ep, next, last_wqe);  // the only doorbell call site
     MORI_PATH_MARK("rdma.doorbell");              // the end of a post, for every provider
     // Release: the next ringer's acquire orders its doorbell after ours (see above).
