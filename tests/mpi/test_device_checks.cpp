@@ -320,6 +320,33 @@ TEST_CASE("an RDMA queue pair out of range") {
   }
 }
 
+// An RDMA put or get whose local side has no key: memory neither in the heap nor registered, and
+// more bytes than an inline write carries (an inline write needs no key). Over RDMA only; P2P
+// copies from any local memory. The record names the local address, not the target.
+TEST_CASE("an RDMA put or get from local memory that has no key") {
+  const char* no_p2p = std::getenv("MORI_DISABLE_P2P");
+  if (!no_p2p || !*no_p2p || std::string(no_p2p) == "0") return;
+  Session s;
+  Buffers b;
+  const int peer = (s.me + 1) % s.n;
+  const uint64_t bytes = Buffers::kElems * sizeof(int);  // 64: beyond every provider's inline limit
+  auto no_key = [&](const char* call, const char* role, const void* local) {
+    return std::string(call) + ": local " + role + " " + hex(local) + " (" + std::to_string(bytes) +
+           " bytes) has no RDMA key: use heap or buffer_register memory (PE " +
+           std::to_string(peer) + ")";
+  };
+  const int canary = 0x5a5a5a5a;
+  b.local.assign(Buffers::kElems, canary);
+  expect_failure({DeviceErrorCode::kBadAddress, peer, reinterpret_cast<uint64_t>(b.source.data()),
+                  no_key("put_nbi", "source", b.source.data())},
+                 [&] { shmem::put_nbi(b.heap, b.source.data(), Buffers::kElems, peer); });
+  expect_failure({DeviceErrorCode::kBadAddress, peer, reinterpret_cast<uint64_t>(b.local.data()),
+                  no_key("get", "destination", b.local.data())},
+                 [&] { shmem::get(b.local.data(), b.heap, Buffers::kElems, peer); });
+  // Nothing was fetched into the keyless destination.
+  for (const int v : b.local) CHECK(v == canary);
+}
+
 // Without RDMA devices (ibv_get_device_list finds none here) the PEs of other nodes are
 // unreachable: init says so once per node (ctest mpi.no_rdma_devices checks the line) and the rest
 // keeps working over P2P. MORI_SHMEM_PES_PER_NODE splits the ranks into nodes of two (one at np 2);
