@@ -223,9 +223,10 @@ MORI_DEVICE uint64_t clock_ns() { return __builtin_amdgcn_s_memrealtime() * 10; 
 // The GPU has no stderr without the device libraries' hostcall; callers record the reason in the
 // device-error record before trapping, and the host runtime prints it.
 [[noreturn]] MORI_DEVICE void trap(const char*) { __builtin_trap(); }
-// trap() as an instruction the compiler believes falls through (state::fail_if): the wave still
-// ends at it, but code after a failure site in divergent control flow needs no exec mask for the
-// lanes that "left".
+// trap() as an instruction the compiler believes falls through (state::fail_if, fail_in_line):
+// the same `s_trap 2` that __builtin_trap lowers to on amdhsa (LLVM AMDGPUUsage, "Trap Handler
+// ABI": trap ID 2 is llvm.trap), so the wave still ends at it; but code after a failure site in
+// divergent control flow needs no exec mask for the lanes that "left".
 MORI_DEVICE void trap_in_line(const char*) { asm volatile("s_trap 2" ::: "memory"); }
 
 }  // namespace mori::platform
