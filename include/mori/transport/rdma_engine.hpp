@@ -156,8 +156,24 @@ struct RdmaEngine {
 
   // Waits until WQEs [.., next) are complete; `call` names the waiter in a timeout message.
   MORI_DEVICE static void wait_complete(RdmaEndpoint& ep, uint64_t next, int pe, const char* call) {
-    state::spin_until([&] { return completed_at_least(ep, next, pe); },
-                      [&] { time_out(ep, pe, call); });
+    wait_completed(ep, pe, call, [next](uint64_t completed) { return completed >= next; });
+  }
+
+  // Waits until done(ep.completed), polling the CQ meanwhile; `call` names the waiter in a
+  // timeout message.
+  template <typename Done>
+  MORI_DEVICE static void wait_completed(RdmaEndpoint& ep, int pe, const char* call, Done&& done) {
+    using platform::MemOrder, platform::MemScope;
+    auto seen = [&] {
+      return done(platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.completed));
+    };
+    state::spin_until(
+        [&] {
+          if (seen()) return true;
+          poll(ep, pe);
+          return seen();
+        },
+        [&] { time_out(ep, pe, call); });
   }
 
   // Drains the CQ if no other thread is doing it: advances ep.completed. Returns whether it
@@ -269,29 +285,10 @@ struct RdmaEngine {
     }
     // Room: next - completed <= limit, which cannot wrap (completed <= submitted <= this batch's
     // base < next), where completed >= next - limit needed a guard for the QP's first limit WQEs.
-    // Acquire: the NIC has finished reading the slot we are about to overwrite; without it our
-    // WQE stores could overtake the completion we waited for.
-    using platform::MemOrder, platform::MemScope;
-    auto fits = [&] {
-      return next - platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.completed) <=
-             limit;
-    };
-    state::spin_until(
-        [&] {
-          if (fits()) return true;
-          poll(ep, pe);
-          return fits();
-        },
-        [&] { time_out(ep, pe, "post (waiting for a free WQE)"); });
-  }
-
-  // True once ep.completed >= target; polls the CQ otherwise.
-  MORI_DEVICE static bool completed_at_least(RdmaEndpoint& ep, uint64_t target, int pe) {
-    using platform::MemOrder, platform::MemScope;
-    if (platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.completed) >= target)
-      return true;
-    poll(ep, pe);
-    return platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.completed) >= target;
+    // Acquire (in wait_completed): the NIC has finished reading the slot we are about to
+    // overwrite; without it our WQE stores could overtake the completion we waited for.
+    wait_completed(ep, pe, "post (waiting for a free WQE)",
+                   [=](uint64_t completed) { return next - completed <= limit; });
   }
 
   MORI_DEVICE static void write(void* wqe, const WorkRequest& wr, RdmaEndpoint& ep, int pe) {
