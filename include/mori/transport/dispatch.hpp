@@ -11,8 +11,6 @@
 // (transport/providers.hpp: MLX5 alone unless CMake's MORI_RDMA_PROVIDERS names others).
 #pragma once
 
-#include <type_traits>
-
 #include "mori/provider/bnxt.hpp"
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
@@ -25,16 +23,40 @@
 
 namespace mori::transport {
 
-static_assert(DeviceTransport<P2p> && DeviceTransport<Sdma>);
-#if MORI_RDMA_MLX5
-static_assert(DeviceTransport<Rdma<provider::Mlx5>>);
-#endif
-#if MORI_RDMA_BNXT
-static_assert(DeviceTransport<Rdma<provider::Bnxt>>);
-#endif
-#if MORI_RDMA_IONIC
-static_assert(DeviceTransport<Rdma<provider::Ionic>>);
-#endif
+// The NIC families compiled in (transport/providers.hpp), each as its provider and the state::Nic
+// that names it: listed once here, for the dispatch and the checks below.
+template <typename P, state::Nic N>
+struct Family {
+  using Provider = P;
+  static constexpr state::Nic kNic = N;
+};
+template <typename... Fs>
+struct Families {};
+template <bool kOn, typename F, typename L>
+struct WithFamily {
+  using type = L;
+};
+template <typename F, typename... Fs>
+struct WithFamily<true, F, Families<Fs...>> {
+  using type = Families<F, Fs...>;
+};
+using CompiledFamilies = typename WithFamily<
+    MORI_RDMA_MLX5, Family<provider::Mlx5, state::Nic::kMlx5>,
+    typename WithFamily<
+        MORI_RDMA_BNXT, Family<provider::Bnxt, state::Nic::kBnxt>,
+        typename WithFamily<MORI_RDMA_IONIC, Family<provider::Ionic, state::Nic::kIonic>,
+                            Families<>>::type>::type>::type;
+
+template <typename... Fs>
+constexpr bool all_transports(Families<Fs...>) {
+  return (DeviceTransport<Rdma<typename Fs::Provider>> && ... && true);
+}
+// Whether `nic` is one of the families: a compare per family (one in the default build).
+template <typename... Fs>
+MORI_DEVICE bool among(state::Nic nic, Families<Fs...>) {
+  return ((nic == Fs::kNic) || ... || false);
+}
+static_assert(DeviceTransport<P2p> && DeviceTransport<Sdma> && all_transports(CompiledFamilies{}));
 
 // The failure of a job whose NIC family this code was not built for.
 MORI_DEVICE state::FailureInfo nic_not_built(int pe, state::Nic nic) {
@@ -45,40 +67,25 @@ MORI_DEVICE void say_nic_not_built(state::Message& m, const char* call, int pe, 
     << " is not compiled into this code (MORI_RDMA_PROVIDERS)";
 }
 
-// Runs f<Rdma<Provider>>() for the job's NIC family. With one family compiled in (the default),
-// a check of the job's family and a call; with several, a switch on it.
-template <typename F>
-MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, [[maybe_unused]] F&& f) {
-  const auto nic = static_cast<state::Nic>(state::gpu_states().nic);
-  if constexpr (MORI_RDMA_MLX5 + MORI_RDMA_BNXT + MORI_RDMA_IONIC == 1) {
-    using Only = Rdma<
-        std::conditional_t<MORI_RDMA_MLX5, provider::Mlx5,
-                           std::conditional_t<MORI_RDMA_BNXT, provider::Bnxt, provider::Ionic>>>;
-    constexpr state::Nic kOnly = MORI_RDMA_MLX5   ? state::Nic::kMlx5
-                                 : MORI_RDMA_BNXT ? state::Nic::kBnxt
-                                                  : state::Nic::kIonic;
-    state::fail_if(nic != kOnly, nic_not_built(pe, nic),
-                   [&](state::Message& m) { say_nic_not_built(m, call, pe, nic); });
-    return f.template operator()<Only>();
-  } else {
-    switch (nic) {
-#if MORI_RDMA_MLX5
-      case state::Nic::kMlx5:
-        return f.template operator()<Rdma<provider::Mlx5>>();
-#endif
-#if MORI_RDMA_BNXT
-      case state::Nic::kBnxt:
-        return f.template operator()<Rdma<provider::Bnxt>>();
-#endif
-#if MORI_RDMA_IONIC
-      case state::Nic::kIonic:
-        return f.template operator()<Rdma<provider::Ionic>>();
-#endif
-      default:
-        state::fail(nic_not_built(pe, nic),
-                    [&](state::Message& m) { say_nic_not_built(m, call, pe, nic); });
-    }
+// f<Rdma<Provider>>() for the family of `nic` among Fam, Rest...: the last one without a test,
+// since with_nic has checked that one of them is the job's.
+template <typename F, typename Fam, typename... Rest>
+MORI_DEVICE decltype(auto) run_family(state::Nic nic, F& f, Families<Fam, Rest...>) {
+  if constexpr (sizeof...(Rest) > 0) {
+    if (nic != Fam::kNic) return run_family(nic, f, Families<Rest...>{});
   }
+  return f.template operator()<Rdma<typename Fam::Provider>>();
+}
+
+// Runs f<Rdma<Provider>>() for the job's NIC family: a check that the family is compiled in
+// (failing falls through, state::fail_if), then a test per family but the last. With one family
+// (the default build), the check and a call.
+template <typename F>
+MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
+  const auto nic = static_cast<state::Nic>(state::gpu_states().nic);
+  state::fail_if(!among(nic, CompiledFamilies{}), nic_not_built(pe, nic),
+                 [&](state::Message& m) { say_nic_not_built(m, call, pe, nic); });
+  return run_family(nic, f, CompiledFamilies{});
 }
 
 template <typename F>
