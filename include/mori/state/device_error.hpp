@@ -114,7 +114,7 @@ template <typename Describe>
 MORI_DEVICE void fail_if(bool bad, const FailureInfo& info, Describe&& describe) {
   if (platform::ballot(bad) == 0) [[likely]]
     return;
-  if (bad) detail::record_and_trap<true>(info, describe);
+  if (bad) fail_in_line(info, describe);
 }
 
 }  // namespace mori::state
