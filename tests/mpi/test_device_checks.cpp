@@ -248,7 +248,7 @@ TEST_CASE("an element range outside a symmetric object") {
 
 TEST_CASE("P2P cannot reach a peer's registered buffer, nor an unreachable PE") {
   // Over RDMA (the mpi.rdma_* runs) a peer's registered buffer is reachable: P2P only.
-  if (const char* v = std::getenv("MORI_DISABLE_P2P"); v && *v && std::string(v) != "0") return;
+  if (over_rdma()) return;
   Session s;
   const int peer = (s.me + 1) % s.n;
   std::vector<int> reg(16, 0), src(16, 5);
@@ -300,8 +300,7 @@ TEST_CASE("P2P cannot reach a peer's registered buffer, nor an unreachable PE") 
 // A queue pair outside [0, MORI_NUM_QP_PER_PE): negative or one past the last, for a store, an
 // atomic and a put. Over RDMA only (the mpi.rdma_* runs): P2P ignores the qp.
 TEST_CASE("an RDMA queue pair out of range") {
-  const char* no_p2p = std::getenv("MORI_DISABLE_P2P");
-  if (!no_p2p || !*no_p2p || std::string(no_p2p) == "0") return;
+  if (!over_rdma()) return;
   Session s;
   Buffers b;
   const int peer = (s.me + 1) % s.n;
@@ -324,8 +323,7 @@ TEST_CASE("an RDMA queue pair out of range") {
 // more bytes than an inline write carries (an inline write needs no key). Over RDMA only; P2P
 // copies from any local memory. The record names the local address, not the target.
 TEST_CASE("an RDMA put or get from local memory that has no key") {
-  const char* no_p2p = std::getenv("MORI_DISABLE_P2P");
-  if (!no_p2p || !*no_p2p || std::string(no_p2p) == "0") return;
+  if (!over_rdma()) return;
   Session s;
   Buffers b;
   const int peer = (s.me + 1) % s.n;
