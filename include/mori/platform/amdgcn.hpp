@@ -71,6 +71,14 @@ MORI_DEVICE int lane_id() {
   return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
 }
 
+// Bits [bits, bits + 32) of hi:lo, bits < 32 (llvm.fshr: one v_alignbit_b32).
+MORI_DEVICE uint32_t funnel_right(uint32_t hi, uint32_t lo, uint32_t bits) {
+  return __builtin_amdgcn_alignbit(hi, lo, bits);
+}
+
+// `x`, which every active lane holds alike, as a scalar (the first active lane's value).
+MORI_DEVICE uint32_t uniform(uint32_t x) { return __builtin_amdgcn_readfirstlane(x); }
+
 // `x`, which every active lane holds alike, as a scalar that the optimizer must take as it comes:
 // loop passes cannot fold it into their induction variables (copy_vectors' stride).
 MORI_DEVICE uint32_t opaque_uniform(uint32_t x) {

@@ -30,6 +30,10 @@ inline Dim3 block_idx() { return host::context().block_idx; }
 inline Dim3 block_dim() { return host::context().block_dim; }
 inline Dim3 grid_dim() { return host::context().grid_dim; }
 inline int lane_id() { return host::context().lane; }
+inline uint32_t funnel_right(uint32_t hi, uint32_t lo, uint32_t bits) {
+  return bits == 0 ? lo : (lo >> bits) | (hi << (32 - bits));
+}
+inline uint32_t uniform(uint32_t x) { return x; }
 inline uint32_t opaque_uniform(uint32_t x) { return x; }
 
 // ---- failure ------------------------------------------------------------------------------------

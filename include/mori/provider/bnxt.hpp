@@ -47,6 +47,7 @@
 #include "mori/platform.hpp"
 #include "mori/provider/bnxt_defs.hpp"
 #include "mori/provider/concepts.hpp"
+#include "mori/provider/inline_data.hpp"
 #include "mori/provider/work_request.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 
@@ -111,13 +112,11 @@ struct Bnxt {
     if constexpr (MORI_DEVICE_CHECKS) {
       if (wr.bytes > kMaxInlineBytes) platform::trap("mori bnxt: inline write beyond 16 bytes");
     }
-    const uint32_t n = wr.bytes < kMaxInlineBytes ? wr.bytes : kMaxInlineBytes;
     uint8_t* slot = static_cast<uint8_t*>(wqe);
     put_slot(slot, header(bnxt::BNXT_RE_WR_OPCD_RDMA_WRITE, wr, bnxt::BNXT_RE_WR_FLAGS_INLINE,
                           kWqeSlots, 0, wr.bytes));
     put_slot(slot + kSlotBytes, rdma(wr));
-    __builtin_memcpy(slot + 2 * kSlotBytes, wr.inline_data, n);
-    __builtin_memset(slot + 2 * kSlotBytes + n, 0, kMaxInlineBytes - n);
+    put_slot(slot + 2 * kSlotBytes, inline_payload<kMaxInlineBytes>(wr));  // zero-padded
   }
 
   // 64-bit fetch-add (wr.operand is the addend) or compare-swap (wr.compare expected, wr.operand

@@ -40,6 +40,7 @@
 
 #include "mori/platform.hpp"
 #include "mori/provider/concepts.hpp"
+#include "mori/provider/inline_data.hpp"
 #include "mori/provider/ionic_defs.hpp"
 #include "mori/provider/work_request.hpp"
 #include "mori/state/rdma_endpoint.hpp"
@@ -84,12 +85,11 @@ struct Ionic {
 #endif
     ionic_v1_wqe w = header(wr, IONIC_V2_OP_RDMA_WRITE, 0, IONIC_V1_FLAG_INL);
     set_rdma(w, wr);
+    // At most kMaxInlineBytes, so that a release build never writes past the slot; the length
+    // field keeps wr.bytes, which the software NIC rejects as garbage.
+    const InlineWords<kMaxInlineBytes> data = inline_payload<kMaxInlineBytes>(wr);
+    __builtin_memcpy(w.common.pld.data, data.word, kMaxInlineBytes);
     publish(wqe, w);
-    // Copied into the slot, not into `w`: a variable-size copy would put `w` in scratch memory.
-    // Clamped, so that a release build never writes past the slot; the length field keeps
-    // wr.bytes, which the software NIC rejects as garbage.
-    const uint32_t n = wr.bytes < kMaxInlineBytes ? wr.bytes : kMaxInlineBytes;
-    __builtin_memcpy(static_cast<ionic_v1_wqe*>(wqe)->common.pld.data, wr.inline_data, n);
   }
 
   // 8-byte fetch-add (wr.operand is the addend) or compare-swap (wr.compare expected, wr.operand

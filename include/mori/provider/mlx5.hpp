@@ -32,6 +32,7 @@
 
 #include "mori/platform.hpp"
 #include "mori/provider/concepts.hpp"
+#include "mori/provider/inline_data.hpp"
 #include "mori/provider/mlx5_defs.hpp"
 #include "mori/provider/work_request.hpp"
 #include "mori/state/rdma_endpoint.hpp"
@@ -108,10 +109,8 @@ struct Mlx5 {
     w.ctrl = ctrl(wr, MLX5_OPCODE_RDMA_WRITE, 0, static_cast<uint8_t>(2 + (4 + n + 15) / 16));
     w.raddr = raddr(wr);
     w.inl.byte_count = be32::from(MLX5_INLINE_SEG | n);
-    // A fixed trip count with constant indices keeps `w` in registers on the GPU.
-    const uint8_t* src = static_cast<const uint8_t*>(wr.inline_data);
-    for (uint32_t i = 0; i < kMaxInlineBytes; ++i)
-      if (i < n) w.data[i] = src[i];
+    const InlineWords<kMaxInlineBytes> data = inline_payload<kMaxInlineBytes>(wr);
+    __builtin_memcpy(w.data, data.word, kMaxInlineBytes);
     publish(wqe, w);
   }
 

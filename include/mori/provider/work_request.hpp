@@ -58,6 +58,9 @@ struct WorkRequest {
   uint64_t operand;  // fetch-add: the addend; compare-swap: the swap value
   uint64_t compare;  // compare-swap: the expected value
   const void* inline_data;  // kWriteInline: `bytes` bytes copied into the WQE
+  // kWriteInline: the bytes are operand's (little-endian, at most 8), not inline_data's: a value
+  // in a register (RDMA p, a signal set) whose address would put it in scratch memory.
+  bool inline_operand = false;
 };
 
 // The outcome of one poll of a completion queue.

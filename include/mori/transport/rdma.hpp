@@ -113,8 +113,10 @@ struct Rdma {
   MORI_DEVICE static void p(const char* call, const RemoteTarget& dst, T value) {
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
     WorkRequest wr = remote(dst);
+    static_assert(sizeof(T) <= sizeof(wr.operand), "p writes at most 8 bytes");
     wr.opcode = Opcode::kWriteInline;
-    wr.inline_data = &value;  // copied into the WQE before post returns
+    wr.inline_operand = true;
+    __builtin_memcpy(&wr.operand, &value, sizeof(T));
     wr.bytes = sizeof(T);
     Engine::post(ep, wr, dst.pe);
   }
@@ -234,7 +236,8 @@ struct Rdma {
       Engine::discard_result(ep, sig);
     } else {  // AMO_SIGNAL_SET: the NIC has no atomic store; an 8-byte write is one
       sig.opcode = Opcode::kWriteInline;
-      sig.inline_data = &value;
+      sig.inline_operand = true;
+      sig.operand = value;
       sig.bytes = sizeof(value);
     }
     const WorkRequest pair[2] = {data, sig};
