@@ -187,7 +187,8 @@ TEST_CASE("copy: a failing check inside the copy loop fails the launch with its 
 
 // The GPU's interleaved vector loop (detail::copy_vectors_interleaved), which the host backend's
 // copy never takes (it copies one span per participant): run here lane by lane, for scopes of 1 to
-// 96 participants, counts around every unroll boundary, both stride forms. Every vector must be
+// 96 participants, counts around every unroll boundary, both stride forms and the unrolled and
+// single-vector loops (a partial warp's). Every vector must be
 // written exactly once with its source bytes, no load may leave the source, and the poisoned
 // guards around the destination must stay intact.
 TEST_CASE("copy: the GPU's interleaved vector loop, run lane by lane") {
@@ -197,10 +198,10 @@ TEST_CASE("copy: the GPU's interleaved vector loop, run lane by lane") {
     for (const size_t k : {size_t{1}, size_t{2}, size_t{3}})
       for (const long d : {-1L, 0L, 1L}) counts.push_back(4 * size * k + d);
     for (const size_t count : counts) {
-      for (const bool opaque : {false, true}) {
+      for (const int form : {0, 1, 2}) {  // 4 per iteration, with opaque stride; 1 per iteration
         CAPTURE(size);
         CAPTURE(count);
-        CAPTURE(opaque);
+        CAPTURE(form);
         // Plain words: a vector of Vec16 would drop its may_alias attribute (-Wignored-attributes).
         static_assert(sizeof(std::array<unsigned, 4>) == 16);
         std::vector<std::array<unsigned, 4>> src(count + 1), dst(count + 2 * kGuard / 16);
@@ -226,10 +227,13 @@ TEST_CASE("copy: the GPU's interleaved vector loop, run lane by lane") {
           std::memcpy(p, &v, 16);
         };
         for (size_t rank = 0; rank < size; ++rank) {
-          if (opaque)
+          if (form == 0)
+            mori::detail::copy_vectors_interleaved<false>(to, from, count, rank, size, load, store);
+          else if (form == 1)
             mori::detail::copy_vectors_interleaved<true>(to, from, count, rank, size, load, store);
           else
-            mori::detail::copy_vectors_interleaved<false>(to, from, count, rank, size, load, store);
+            mori::detail::copy_vectors_interleaved<false, 1>(to, from, count, rank, size, load,
+                                                             store);
         }
         CHECK(loads_inside);
         CHECK(stores_inside);

@@ -51,17 +51,16 @@ MORI_DEVICE void copy_units(char* dst, const char* src, size_t count) {
 }
 
 // The GPU's share of a copy of `count` 16-byte vectors: participant `rank` of `size` moves vectors
-// rank, rank + size, ..., so that neighbouring lanes touch neighbouring addresses, with four loads
-// in flight before the stores. One source and one destination pointer advance; the unrolled
+// rank, rank + size, ..., so that neighbouring lanes touch neighbouring addresses, with kUnroll
+// loads in flight before the stores. One source and one destination pointer advance; the unrolled
 // accesses sit at multiples of the stride (16 * size) from them. kOpaqueStride: the stride, the
 // same in every lane, reaches the loop as an opaque scalar. Seen through, loop strength reduction
 // kept a 64-bit pointer per access and per side (a warp-scope put with signal: 74 VGPRs, 6 waves
 // per SIMD; with it, 72 and 7). Thread's stride is the constant 16, which the accesses take as
 // immediate offsets. Written for any platform, so that the host's unit tests run it lane by lane.
-template <bool kOpaqueStride, typename Load, typename Store>
+template <bool kOpaqueStride, size_t kUnroll = 4, typename Load, typename Store>
 MORI_DEVICE void copy_vectors_interleaved(char* dst, const char* src, size_t count, size_t rank,
                                           size_t size, Load&& load, Store&& store) {
-  constexpr size_t kUnroll = 4;
   const size_t stride = 16 * size;
   const char* s = src + 16 * rank;
   char* d = dst + 16 * rank;
@@ -94,6 +93,18 @@ MORI_DEVICE void copy_vectors(char* dst, const char* src, size_t count) {
       else
         *reinterpret_cast<Vec16*>(p) = v;
     };
+    if constexpr (std::is_same_v<S, Warp>) {
+      // A whole warp strides by a constant, and an iteration's four accesses are immediate
+      // offsets from one address per side; the last warp of a block, when partial, moves a vector
+      // per iteration. Issue 16's reference kernel (a warp put with signal): 52 VGPRs with the
+      // runtime stride, 48 so.
+      if (S::size() == platform::warp_size())
+        copy_vectors_interleaved<false>(dst, src, count, S::rank(), platform::warp_size(), load,
+                                        store);
+      else
+        copy_vectors_interleaved<false, 1>(dst, src, count, S::rank(), S::size(), load, store);
+      return;
+    }
     copy_vectors_interleaved<!std::is_same_v<S, Thread>>(dst, src, count, S::rank(), S::size(),
                                                          load, store);
   } else {
