@@ -61,7 +61,10 @@ struct WorkRequest {
   // kWriteInline: the bytes are operand's (little-endian, at most 8), not inline_data's: a value
   // in a register (RDMA p, a signal set) whose address would put it in scratch memory.
   bool inline_operand = false;
+  // Explicit, and zero, so that a request has no padding and two compare byte for byte.
+  uint8_t reserved[7] = {};
 };
+static_assert(sizeof(WorkRequest) == 80, "a WorkRequest has no padding");
 
 // The outcome of one poll of a completion queue.
 struct CqPoll {
