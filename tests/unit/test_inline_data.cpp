@@ -10,10 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mori/provider/bnxt.hpp"
 #include "mori/provider/inline_data.hpp"
-#include "mori/provider/ionic.hpp"
-#include "mori/provider/mlx5.hpp"
+#include "providers.hpp"
 
 namespace mp = mori::provider;
 
@@ -84,34 +82,28 @@ TEST_CASE("inline payload from a register value: the bytes of the value, the res
   }
 }
 
-TEST_CASE("inline write of a register value: each provider's WQE as from memory") {
+TEST_CASE_TEMPLATE("inline write of a register value: the WQE as from memory", P, MORI_PROVIDERS) {
   const uint64_t value = 0xfedc'ba98'7654'3210;
-  auto same = [&]<typename P>(P) {
-    for (uint32_t n = 1; n <= 8; ++n) {
-      CAPTURE(P::kName);
-      CAPTURE(n);
-      mp::WorkRequest from_memory{};
-      from_memory.opcode = mp::Opcode::kWriteInline;
-      from_memory.qpn = 0x321;
-      from_memory.index = 7;
-      from_memory.sq_wqes = 64;
-      from_memory.remote_addr = 0x7000'0000'1230;
-      from_memory.rkey = 0x55aa;
-      from_memory.bytes = n;
-      from_memory.inline_data = &value;
-      mp::WorkRequest from_register = from_memory;
-      from_register.inline_data = nullptr;
-      from_register.inline_operand = true;
-      from_register.operand = value;
-      alignas(64) uint8_t a[P::kWqeBytes], b[P::kWqeBytes];
-      std::memset(a, 0xee, sizeof(a));
-      std::memset(b, 0x11, sizeof(b));
-      P::post_inline_write(a, from_memory);
-      P::post_inline_write(b, from_register);
-      CHECK(std::memcmp(a, b, sizeof(a)) == 0);
-    }
-  };
-  same(mp::Mlx5{});
-  same(mp::Bnxt{});
-  same(mp::Ionic{});
+  for (uint32_t n = 1; n <= 8; ++n) {
+    CAPTURE(n);
+    mp::WorkRequest from_memory{};
+    from_memory.opcode = mp::Opcode::kWriteInline;
+    from_memory.qpn = 0x321;
+    from_memory.index = 7;
+    from_memory.sq_wqes = 64;
+    from_memory.remote_addr = 0x7000'0000'1230;
+    from_memory.rkey = 0x55aa;
+    from_memory.bytes = n;
+    from_memory.inline_data = &value;
+    mp::WorkRequest from_register = from_memory;
+    from_register.inline_data = nullptr;
+    from_register.inline_operand = true;
+    from_register.operand = value;
+    alignas(64) uint8_t a[P::kWqeBytes], b[P::kWqeBytes];
+    std::memset(a, 0xee, sizeof(a));
+    std::memset(b, 0x11, sizeof(b));
+    P::post_inline_write(a, from_memory);
+    P::post_inline_write(b, from_register);
+    CHECK(std::memcmp(a, b, sizeof(a)) == 0);
+  }
 }

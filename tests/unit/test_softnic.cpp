@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mori/state/gpu_states.hpp"
+#include "providers.hpp"
 #include "softnic_rig.hpp"
 
 namespace {
@@ -285,11 +286,6 @@ void delayed() {
 
 }  // namespace
 
-TYPE_TO_STRING(mp::Mlx5);
-TYPE_TO_STRING(mp::Ionic);
-TYPE_TO_STRING(mp::Bnxt);
-
-#define MORI_PROVIDERS mp::Mlx5, mp::Ionic, mp::Bnxt
 TEST_CASE_TEMPLATE("softnic: writes, reads, inline writes and atomics, exact", P, MORI_PROVIDERS) {
   data_path<P>();
 }

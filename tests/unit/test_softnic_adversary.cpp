@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "providers.hpp"
 #include "softnic_rig.hpp"
 
 namespace {
@@ -198,7 +199,6 @@ void coalesced_doorbells() {
 
 }  // namespace
 
-#define MORI_PROVIDERS mp::Mlx5, mp::Ionic, mp::Bnxt
 TEST_CASE_TEMPLATE("softnic adversary: a write lands in chunks, out of order", P, MORI_PROVIDERS) {
   split_write<P>();
 }

@@ -82,7 +82,7 @@ MORI_DEVICE uint32_t uniform(uint32_t x) { return __builtin_amdgcn_readfirstlane
 // `x`, which every active lane holds alike, as a scalar that the optimizer must take as it comes:
 // loop passes cannot fold it into their induction variables (copy_vectors' stride).
 MORI_DEVICE uint32_t opaque_uniform(uint32_t x) {
-  x = __builtin_amdgcn_readfirstlane(x);
+  x = uniform(x);
   asm volatile("" : "+s"(x));
   return x;
 }

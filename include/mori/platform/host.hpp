@@ -34,7 +34,7 @@ inline uint32_t funnel_right(uint32_t hi, uint32_t lo, uint32_t bits) {
   return bits == 0 ? lo : (lo >> bits) | (hi << (32 - bits));
 }
 inline uint32_t uniform(uint32_t x) { return x; }
-inline uint32_t opaque_uniform(uint32_t x) { return x; }
+inline uint32_t opaque_uniform(uint32_t x) { return uniform(x); }
 
 // ---- failure ------------------------------------------------------------------------------------
 [[noreturn]] inline void trap(const char* message) { throw host::TrapError(message); }
