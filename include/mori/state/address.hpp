@@ -39,14 +39,17 @@ MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
   *out = {-1, heap_offset};
   bool found =
       heap_offset < s.heap_size && (!MORI_DEVICE_CHECKS || bytes <= s.heap_size - heap_offset);
+  // The search has no early exit: a lane takes the first buffer that holds its range (`!found`)
+  // by selects, so the loop is one scalar count with no divergent exit, whose exec-mask
+  // bookkeeping cost 4-28 instructions in every RDMA entry point (bench/isa_budget.txt).
   if (!found) {
     for (int i = 0; i < s.n_regions; ++i) {
       const RegisteredRegion& r = s.regions[i];
-      if (addr >= r.base && addr - r.base <= r.size && bytes <= r.size - (addr - r.base)) {
-        *out = {i, addr - r.base};
-        found = true;
-        break;
-      }
+      const uint64_t offset = addr - r.base;
+      const bool in = !found && addr >= r.base && offset <= r.size && bytes <= r.size - offset;
+      out->region = in ? i : out->region;
+      out->offset = in ? offset : out->offset;
+      found = found || in;
     }
   }
   return found;
