@@ -46,22 +46,14 @@ struct Rdma {
   using WorkRequest = provider::WorkRequest;
   using Opcode = provider::Opcode;
   static constexpr const char* kName = Provider::kName;
-  // The largest RDMA message: an IB message is at most 2^31 bytes; larger transfers are split.
-  static constexpr uint64_t kMaxMessage = uint64_t{1} << 30;
+  static constexpr uint64_t kMaxMessage = Engine::kMaxMessage;
 
   template <Scope S>
   MORI_DEVICE static void put(const char* call, const RemoteTarget& dst, const void* src,
                               uint64_t bytes) {
     if (!S::leader() || bytes == 0) return;
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
-    if (bytes <= kMaxMessage) {
-      Engine::post(ep, write_request(call, dst, src, bytes), dst.pe);
-      return;
-    }
-    WorkRequest wr = remote(dst);
-    wr.opcode = Opcode::kWrite;
-    wr.lkey = local_key(call, src, bytes, dst.pe, "source");
-    post_chunks(ep, wr, reinterpret_cast<uint64_t>(src), bytes, dst.pe);
+    Engine::post_span(ep, write_request(call, dst, src, bytes), bytes, dst.pe);
   }
 
   template <Scope S>
@@ -72,7 +64,8 @@ struct Rdma {
     WorkRequest wr = remote(src);
     wr.opcode = Opcode::kRead;
     wr.lkey = local_key(call, dst, bytes, src.pe, "destination");
-    post_chunks(ep, wr, reinterpret_cast<uint64_t>(dst), bytes, src.pe);
+    wr.local_addr = reinterpret_cast<uint64_t>(dst);
+    Engine::post_span(ep, wr, bytes, src.pe);
   }
 
   // Strided: one work request per element, the elements shared over the scope's participants;
@@ -274,8 +267,10 @@ struct Rdma {
     return wr;
   }
 
-  // One RDMA write of [src, src + bytes) to `dst`, bytes <= kMaxMessage: inline up to the
-  // provider's limit (no key needed), else from the source's registered memory.
+  // An RDMA write of [src, src + bytes) to `dst`: inline up to the provider's limit (no key
+  // needed), else from the source's registered memory. Its bytes are the low 32 bits of `bytes`:
+  // a put posts it with Engine::post_span, which sets each message's; a signal's data, at most
+  // kMaxMessage, with post_n.
   MORI_DEVICE static WorkRequest write_request(const char* call, const RemoteTarget& dst,
                                                const void* src, uint64_t bytes) {
     WorkRequest wr = remote(dst);
@@ -322,20 +317,6 @@ struct Rdma {
                        << ")";
                    });
     return key;
-  }
-
-  // Posts wr (a write or a read with its key set) over [local, local + bytes), split into
-  // messages of at most kMaxMessage.
-  MORI_DEVICE static void post_chunks(RdmaEndpoint& ep, WorkRequest wr, uint64_t local,
-                                      uint64_t bytes, int pe) {
-    for (uint64_t done = 0; done < bytes; done += kMaxMessage) {
-      const uint64_t n = bytes - done < kMaxMessage ? bytes - done : kMaxMessage;
-      WorkRequest chunk = wr;
-      chunk.local_addr = local + done;
-      chunk.remote_addr = wr.remote_addr + done;
-      chunk.bytes = static_cast<uint32_t>(n);
-      Engine::post(ep, chunk, pe);
-    }
   }
 
   // Atomically replaces the value U at `t` with next(old) by NIC compare-swaps; returns old. A

@@ -49,6 +49,11 @@ struct RdmaEngine {
   // fence() marks ep.reserved with this bit; the next reservation consumes it (see fence()).
   static constexpr uint64_t kFenceNext = uint64_t{1} << 63;
   static constexpr uint64_t kFromEndpoint = ~uint64_t{0};
+  // The largest RDMA message: ConnectX devices report max_msg_sz = 1 GiB (ibv_query_device), under
+  // the InfiniBand limit of 2^31 bytes; post_span splits a larger transfer.
+  static constexpr uint64_t kMaxMessage = uint64_t{1} << 30;
+  // A lane's WQEs of one post_span, counted at most to this (any batch above the SQ fails).
+  static constexpr uint64_t kMaxSplit = uint64_t{1} << 16;
 
   // Posts `wr` (opcode, addresses, keys, bytes, operands; wr.fence may request a fence) on `ep`,
   // the QP to PE `pe` (used in failure messages only). Every active lane may call it at once: the
@@ -69,44 +74,59 @@ struct RdmaEngine {
   // QP's.
   template <uint32_t K>
   MORI_DEVICE static uint64_t post_n(RdmaEndpoint& ep, const WorkRequest (&wrs)[K], int pe = -1) {
-    // 1. reserve: the lowest lane of the batch reserves for it and hands the base to the others.
-    const uint64_t active = lanes_on(ep);
-    const int lane = platform::lane_id();
-    const int leader = __builtin_ctzll(active);
-    const int last = 63 - __builtin_clzll(active);
-    const uint32_t count = K * static_cast<uint32_t>(__builtin_popcountll(active));
-    const uint32_t rank =
-        K * static_cast<uint32_t>(__builtin_popcountll(active & ((uint64_t{1} << lane) - 1)));
-    uint64_t reservation = 0;
-    if (lane == leader) {
-      reservation = reserve(ep, count);
-      MORI_PATH_MARK("rdma.reserve");  // the batch leader's part (bench/isa_paths.txt)
-      // 2. flow control, once for the batch: its last WQE must fit in the ring.
-      wait_for_room(ep, (reservation & ~kFenceNext) + count, count, pe);
-    }
-    reservation = platform::shuffle(reservation, leader);
-    const uint64_t base = reservation & ~kFenceNext;
+    return post_batch<K>(
+        ep, false, [] { return K; }, pe,
+        [&](const Slots& at) {
+          void* wqe = nullptr;
+          for (uint32_t k = 0; k < K; ++k) wqe = write_at(ep, wrs[k], at, k, pe);
+          return wqe;
+        });
+  }
 
-    // 3. write. The fence bit, when this batch consumed one, goes on its first WQE: the first WQE
-    // reserved after the fence() call.
-    void* wqe = nullptr;
-    for (uint32_t k = 0; k < K; ++k) {
-      WorkRequest wr = wrs[k];
-      wr.index = base + rank + k;
-      wr.qpn = ep.qpn;
-      wr.sq_wqes = ep.sq_wqes;
-      wr.signaled = rank + k == count - 1 ? 1 : 0;  // the batch's last WQE (see the top)
-      if (rank + k == 0 && (reservation & kFenceNext)) wr.fence = 1;
-      wqe = ep.sq + (wr.index & (ep.sq_wqes - 1)) * Provider::kWqeBytes;
-      write(wqe, wr, ep, pe);
-      Provider::note_wqe(ep, wr);
-    }
+  // Posts `wr`, a write or a read whose local_addr and remote_addr are its start, over `bytes`
+  // bytes (wr.bytes is ignored): one WQE, or, above kMax (the largest message), consecutive WQEs
+  // of kMax bytes and the rest, in this lane's part of the batch. Returns the SQ index of this
+  // lane's first. A put's one post site: splitting by posting again, in a loop around post(),
+  // inlined the engine twice (2,010 instructions in putmem_nbi_thread; 1,552 so).
+  template <uint64_t kMax = kMaxMessage>
+  MORI_DEVICE static uint64_t post_span(RdmaEndpoint& ep, const WorkRequest& wr, uint64_t bytes,
+                                        int pe = -1) {
+    // The WQE count of a split lane, clamped far above any SQ so that a batch's sum cannot wrap
+    // (such a batch fails to fit).
+    auto wqes = [&] {
+      const uint64_t n = (bytes - 1) / kMax + 1;
+      return static_cast<uint32_t>(n < kMaxSplit ? n : kMaxSplit);
+    };
+    return post_batch<1>(ep, bytes > kMax, wqes, pe, [&](const Slots& at) {
+      void* wqe = nullptr;
+      uint32_t k = 0;
+      uint64_t done = 0;
+      do {  // at least one WQE: no path through the code skips the write
+        WorkRequest part = wr;
+        part.bytes = static_cast<uint32_t>(bytes - done < kMax ? bytes - done : kMax);
+        part.local_addr += done;
+        part.remote_addr += done;
+        wqe = write_at(ep, part, at, k++, pe);
+        done += kMax;
+      } while (done < bytes);
+      return wqe;
+    });
+  }
 
-    // 4.-5. submit and ring in posting order, by the batch's last lane (it holds the last WQE,
-    // which some providers' doorbells copy). Waiting per lane instead would deadlock a converged
-    // wavefront: lane i would spin on a store of lane i - 1, which cannot run until lane i exits.
-    if (lane == last) submit(ep, base, base + count, wqe, pe);
-    return base + rank;
+  // A batch's positions, for lanes that post different numbers of WQEs: lane l of `active` posts
+  // count_of(l); this lane (`lane`) starts at *rank, after the lower lanes', and the batch holds
+  // *count. The lanes of one endpoint run it in step (they share `active`).
+  template <typename CountOf>
+  MORI_DEVICE static void positions(uint64_t active, int lane, CountOf&& count_of, uint32_t* rank,
+                                    uint32_t* count) {
+    *rank = 0;
+    *count = 0;
+    for (uint64_t m = active; m != 0; m &= m - 1) {
+      const int l = __builtin_ctzll(m);
+      const uint32_t n = count_of(l);
+      *rank += l < lane ? n : 0;
+      *count += n;
+    }
   }
 
   // The active lanes whose `ep` is this lane's: one round per distinct endpoint, in which the
@@ -271,18 +291,88 @@ struct RdmaEngine {
     }
   }
 
+  // Where a lane's WQEs go in its batch: the batch's first SQ index, this lane's first position in
+  // it, the batch's size, and whether its first WQE carries a fence (fence()).
+  struct Slots {
+    uint64_t base;
+    uint32_t rank, count;
+    bool fence;
+  };
+
+  // One batch on `ep`: the active lanes on it reserve their WQEs together, K each but where a
+  // lane splits a message (`splits`: it posts wqes() instead), write_lane(slots) writes this
+  // lane's and returns the last one written, and the batch's last lane submits. Returns this
+  // lane's first index.
+  template <uint32_t K, typename Wqes, typename WriteLane>
+  MORI_DEVICE static uint64_t post_batch(RdmaEndpoint& ep, bool splits, Wqes&& wqes, int pe,
+                                         WriteLane&& write_lane) {
+    // 1. reserve: the lowest lane of the batch reserves for it and hands the base to the others.
+    const uint64_t active = lanes_on(ep);
+    const int lane = platform::lane_id();
+    const int leader = __builtin_ctzll(active);
+    const int last = 63 - __builtin_clzll(active);
+    uint32_t count = K * static_cast<uint32_t>(__builtin_popcountll(active));
+    uint32_t rank =
+        K * static_cast<uint32_t>(__builtin_popcountll(active & ((uint64_t{1} << lane) - 1)));
+    if (platform::ballot(splits) != 0) [[unlikely]] {  // a lane splits (post_span)
+      const uint32_t mine = splits ? wqes() : K;
+      positions(active, lane, [&](int l) { return platform::shuffle(mine, l); }, &rank, &count);
+      check_fits(ep, count, pe);
+    }
+    uint64_t reservation = 0;
+    if (lane == leader) {
+      reservation = reserve(ep, count);
+      MORI_PATH_MARK("rdma.reserve");  // the batch leader's part (bench/isa_paths.txt)
+      // 2. flow control, once for the batch: its last WQE must fit in the ring.
+      wait_for_room(ep, (reservation & ~kFenceNext) + count, count, pe);
+    }
+    reservation = platform::shuffle(reservation, leader);
+    // 3. write. The fence bit, when this batch consumed one, goes on its first WQE: the first WQE
+    // reserved after the fence() call.
+    const Slots at{reservation & ~kFenceNext, rank, count, (reservation & kFenceNext) != 0};
+    void* wqe = write_lane(at);
+    // 4.-5. submit and ring in posting order, by the batch's last lane (it holds the last WQE,
+    // which some providers' doorbells copy). Waiting per lane instead would deadlock a converged
+    // wavefront: lane i would spin on a store of lane i - 1, which cannot run until lane i exits.
+    if (lane == last) submit(ep, at.base, at.base + count, wqe, pe);
+    return at.base + rank;
+  }
+
+  // Writes `wr` as this lane's k-th WQE of the batch `at`; returns its slot.
+  MORI_DEVICE static void* write_at(RdmaEndpoint& ep, WorkRequest wr, const Slots& at, uint32_t k,
+                                    int pe) {
+    const uint32_t position = at.rank + k;
+    wr.index = at.base + position;
+    wr.qpn = ep.qpn;
+    wr.sq_wqes = ep.sq_wqes;
+    wr.signaled = position == at.count - 1 ? 1 : 0;  // the batch's last WQE (see the top)
+    if (position == 0 && at.fence) wr.fence = 1;
+    void* wqe = ep.sq + (wr.index & (ep.sq_wqes - 1)) * Provider::kWqeBytes;
+    write(wqe, wr, ep, pe);
+    Provider::note_wqe(ep, wr);
+    return wqe;
+  }
+
+  // A batch must fit in the ring (flow control waits for room for all of it at once).
+  MORI_DEVICE static void check_fits(const RdmaEndpoint& ep, uint32_t count, int pe) {
+    const uint64_t outstanding = ep.sq_wqes - 1;  // the most flow control lets in flight
+    if (count <= outstanding) [[likely]]
+      return;
+    state::fail({state::DeviceErrorCode::kBadArgument, pe, 0, count}, [&](state::Message& m) {
+      m << "RDMA: a batch of " << count << " WQEs cannot fit in an SQ of " << ep.sq_wqes
+        << " (at most " << outstanding << " outstanding; a message above " << kMaxMessage
+        << " bytes is split)";
+    });
+  }
+
   // Flow control: waits until WQEs [.., next) fit, at most sq_wqes - 1 outstanding, polling the CQ
   // meanwhile so that the queue wraps any number of times.
   MORI_DEVICE static void wait_for_room(RdmaEndpoint& ep, uint64_t next, uint32_t count, int pe) {
     const uint64_t limit = ep.sq_wqes - 1;
     // Checked builds and the host backend only: on the GPU the runtime refuses SQs below 256
-    // entries, and a wavefront's batch is at most 128 WQEs.
-    if (state::kDescribeFailures && count > limit) {
-      state::fail({state::DeviceErrorCode::kBadArgument, pe, 0, count}, [&](state::Message& m) {
-        m << "RDMA: a batch of " << count << " WQEs cannot fit in an SQ of " << ep.sq_wqes
-          << " (at most " << limit << " outstanding)";
-      });
-    }
+    // entries, and a wavefront's batch of post_n is at most 128 WQEs (post_batch checks a batch
+    // with a split message itself).
+    if constexpr (state::kDescribeFailures) check_fits(ep, count, pe);
     // Room: next - completed <= limit, which cannot wrap (completed <= submitted <= this batch's
     // base < next), where completed >= next - limit needed a guard for the QP's first limit WQEs.
     // Acquire (in wait_completed): the NIC has finished reading the slot we are about to
