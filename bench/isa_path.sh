@@ -7,10 +7,10 @@
 # Builds the device bitcode as the budgets are defined (gfx942, release, RDMA dispatch for MLX5
 # only) with the path markers on (-DMORI_ISA_PATH_MARKERS=1) into a scratch folder, compiles the
 # spec's functions (llvm-extract --recursive, llc -O2, as bench/isa_budget.sh) and prints, per
-# path: executed instructions (bench/isa_path.py), the function's static instructions, the budget
-# and a verdict. Fails when a path exceeds its budget by more than 10%, or its target (if the spec
-# gives one) at all. --explain also prints each
-# path's blocks. LLVM tools: LLVM_SUFFIX (default -19).
+# path: executed instructions (bench/isa_path.py), the function's static instructions, the budget,
+# the target (mori's figure, where the spec gives one) and a verdict. Fails when a path exceeds its
+# budget by more than 10%, or its target at all. --explain also prints each path's blocks. LLVM
+# tools: LLVM_SUFFIX (default -19).
 set -euo pipefail
 root=$1 manifest_tool=$2 explain=${3:-}
 sfx=${LLVM_SUFFIX--19}

@@ -46,7 +46,6 @@ struct Rdma {
   using WorkRequest = provider::WorkRequest;
   using Opcode = provider::Opcode;
   static constexpr const char* kName = Provider::kName;
-  static constexpr uint64_t kMaxMessage = Engine::kMaxMessage;
 
   template <Scope S>
   MORI_DEVICE static void put(const char* call, const RemoteTarget& dst, const void* src,
@@ -215,12 +214,13 @@ struct Rdma {
     if (!S::leader()) return;
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
     RemoteTarget tail = dst;
-    if (bytes > kMaxMessage) {  // the bulk first, then the last chunk together with the signal
-      const uint64_t head = bytes - kMaxMessage;
+    if (bytes >
+        Engine::kMaxMessage) {  // the bulk first, then the last chunk together with the signal
+      const uint64_t head = bytes - Engine::kMaxMessage;
       put<Thread>(call, dst, src, head);
       tail.ref.offset += head;
       src = static_cast<const char*>(src) + head;
-      bytes = kMaxMessage;
+      bytes = Engine::kMaxMessage;
     }
     const WorkRequest data = write_request(call, tail, src, bytes);
     WorkRequest sig = remote(signal);
@@ -270,7 +270,7 @@ struct Rdma {
   // An RDMA write of [src, src + bytes) to `dst`: inline up to the provider's limit (no key
   // needed), else from the source's registered memory. Its bytes are the low 32 bits of `bytes`:
   // a put posts it with Engine::post_span, which sets each message's; a signal's data, at most
-  // kMaxMessage, with post_n.
+  // Engine::kMaxMessage, with post_n.
   MORI_DEVICE static WorkRequest write_request(const char* call, const RemoteTarget& dst,
                                                const void* src, uint64_t bytes) {
     WorkRequest wr = remote(dst);
