@@ -1,10 +1,11 @@
 // copy<Scope>(dst, src, bytes): the participants of a scope move `bytes` bytes together.
 //
-// The aligned bulk moves in 16-byte vectors (global_load_dwordx4 / global_store_dwordx4 on gfx9
-// when both sides are global memory). A head that brings dst to 16-byte alignment and a tail
-// shorter than 16 bytes move bytewise. When dst and src differ in their alignment phase, the bulk
-// moves in the widest unit both share. No byte outside [dst, dst + bytes) is written and none
-// outside [src, src + bytes) is read.
+// The bulk moves in 16-byte vectors (global_load_dwordx4 / global_store_dwordx4 on gfx9) when dst
+// and src can be 16-byte aligned at once and both are global memory, else in 4-byte words when
+// they can be 4-byte aligned at once (an LDS or scratch pointer among them); the bytes before it
+// (which bring dst to the unit's alignment) and after it move bytewise, in one loop. An odd phase,
+// or one of 2 mod 4, moves bytewise throughout. No byte outside [dst, dst + bytes) is written and
+// none outside [src, src + bytes) is read.
 //
 // copy does not synchronise the scope: each participant has finished its own share when it returns.
 #pragma once
@@ -16,6 +17,7 @@
 
 #include "mori/core/scope.hpp"
 #include "mori/platform.hpp"
+#include "mori/platform/path_mark.hpp"
 
 namespace mori {
 namespace detail {
@@ -76,23 +78,13 @@ MORI_DEVICE void copy_vectors_interleaved(char* dst, const char* src, size_t cou
   for (; i < count; i += size, s += stride, d += stride) store(d, load(s));
 }
 
-// 16-byte vectors, both pointers 16-byte aligned.
-template <Scope S, bool kGlobal>
+// 16-byte vectors, both pointers 16-byte aligned and in global memory.
+template <Scope S>
 MORI_DEVICE void copy_vectors(char* dst, const char* src, size_t count) {
   using platform::Vec16;
   if constexpr (platform::kLanesInterleave) {
-    auto load = [](const char* p) {
-      if constexpr (kGlobal)
-        return platform::load16_global(p);
-      else
-        return *reinterpret_cast<const Vec16*>(p);
-    };
-    auto store = [](char* p, Vec16 v) {
-      if constexpr (kGlobal)
-        platform::store16_global(p, v);
-      else
-        *reinterpret_cast<Vec16*>(p) = v;
-    };
+    auto load = [](const char* p) { return platform::load16_global(p); };
+    auto store = [](char* p, Vec16 v) { platform::store16_global(p, v); };
     if constexpr (std::is_same_v<S, Warp>) {
       // A whole warp strides by a constant, and an iteration's four accesses are immediate
       // offsets from one address per side; the last warp of a block, when partial, moves a vector
@@ -118,41 +110,54 @@ MORI_DEVICE void copy_vectors(char* dst, const char* src, size_t count) {
 
 }  // namespace detail
 
+namespace detail {
+// The bulk of a copy in units of 2^kShift bytes, dst brought to their alignment first (src shares
+// it): moves it and returns its [*head, *head + body) of [0, bytes).
+template <Scope S, unsigned kShift, typename Move>
+MORI_DEVICE size_t copy_bulk(uintptr_t d, size_t bytes, size_t* head, Move&& move) {
+  constexpr size_t kUnit = size_t{1} << kShift;
+  size_t h = (kUnit - (d & (kUnit - 1))) & (kUnit - 1);
+  if (h > bytes) h = bytes;
+  const size_t units = (bytes - h) >> kShift;
+  move(h, units);
+  *head = h;
+  return units << kShift;
+}
+}  // namespace detail
+
 template <Scope S>
 MORI_DEVICE void copy(void* dst, const void* src, size_t bytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
-  const uintptr_t phase = (reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s)) & 15;
-  // Widest unit in which both pointers can be aligned at once.
-  const size_t unit = phase == 0 ? 16 : (phase & -phase) < 8 ? (phase & -phase) : 8;
-  size_t head = (unit - (reinterpret_cast<uintptr_t>(d) & (unit - 1))) & (unit - 1);
-  if (head > bytes) head = bytes;
-  detail::copy_units<S, uint8_t>(d, s, head);
-  d += head, s += head, bytes -= head;
-
-  const size_t units = bytes / unit;
-  switch (unit) {
-    case 16:
-      if (platform::is_global(d) && platform::is_global(s))
-        detail::copy_vectors<S, true>(d, s, units);
-      else
-        detail::copy_vectors<S, false>(d, s, units);
-      break;
-    case 8:
-      detail::copy_units<S, uint64_t>(d, s, units);
-      break;
-    case 4:
-      detail::copy_units<S, uint32_t>(d, s, units);
-      break;
-    case 2:
-      detail::copy_units<S, uint16_t>(d, s, units);
-      break;
-    default:
-      detail::copy_units<S, uint8_t>(d, s, units);
-      break;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(d);
+  const uintptr_t phase = (at ^ reinterpret_cast<uintptr_t>(s)) & 15;
+  // The bulk: 16-byte vectors when both pointers can be 16-byte aligned at once and are global
+  // (global_load/store_dwordx4, several loads in flight), else 4-byte words when both can be
+  // 4-byte aligned; else none. A flat pointer to LDS or scratch takes the word loop, where the
+  // vector loop in flat form was a second copy of it; each loop is about 30 instructions in every
+  // scope's copy, so there is one per unit, and the bytes before and after the bulk share one.
+  // Units are constants per branch: a division by a runtime unit was a 64-bit software divide
+  // (about 130 instructions on amdgcn).
+  size_t head = 0, body = 0;
+  // Three tests and one branch: short-circuited, each test was a divergent branch of its own.
+  bool vectors = phase == 0;
+  vectors &= platform::is_global(d);
+  vectors &= platform::is_global(s);
+  if (vectors) {
+    body = detail::copy_bulk<S, 4>(at, bytes, &head, [&](size_t h, size_t units) {
+      MORI_PATH_MARK("copy.vectors");  // bench/isa_paths.txt: an aligned put's first store
+      detail::copy_vectors<S>(d + h, s + h, units);
+    });
+  } else if ((phase & 3) == 0) {
+    body = detail::copy_bulk<S, 2>(at, bytes, &head, [&](size_t h, size_t units) {
+      detail::copy_units<S, uint32_t>(d + h, s + h, units);
+    });
   }
-  d += units * unit, s += units * unit, bytes -= units * unit;
-  detail::copy_units<S, uint8_t>(d, s, bytes);
+  // The head [0, head) and the tail [head + body, bytes) in one loop.
+  detail::for_each_share<S>(bytes - body, [&](size_t i) {
+    const size_t k = i < head ? i : i + body;
+    d[k] = s[k];
+  });
 }
 
 }  // namespace mori
