@@ -39,7 +39,12 @@ Status DeviceArray::upload(const void* data, size_t bytes) {
 
 Status Runtime::publish() {
   const size_t n = static_cast<size_t>(n_pes);
-  MORI_TRY(d_transports.upload(transports.data(), n * sizeof(uint8_t)));
+  // The device's table carries each RDMA PE's NIC family (state::transport_entry).
+  std::vector<uint8_t> entries(n);
+  const state::Nic nic = rdma ? rdma->nic() : state::Nic::kNone;
+  for (size_t pe = 0; pe < n; ++pe)
+    entries[pe] = state::transport_entry(static_cast<state::Transport>(transports[pe]), nic);
+  MORI_TRY(d_transports.upload(entries.data(), n * sizeof(uint8_t)));
   MORI_TRY(d_peer_bases.upload(peer_bases.data(), n * sizeof(uint64_t)));
   MORI_TRY(d_remote_bases.upload(remote_bases.data(), n * sizeof(uint64_t)));
   MORI_TRY(d_rkeys.upload(rkeys.data(), n * sizeof(uint32_t)));

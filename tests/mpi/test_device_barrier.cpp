@@ -136,7 +136,7 @@ void run_rounds(const Session& s, int rounds = rounds_per_launch<S>()) {
   // from over RDMA, the P2P word the rest (this PE's own among them).
   uint64_t rdma_peers = 0;
   for (int pe = 0; pe < s.n; ++pe)
-    rdma_peers += shmem::globalGpuStates.transports[pe] ==
+    rdma_peers += (shmem::globalGpuStates.transports[pe] & 15) ==
                   static_cast<uint8_t>(mori::state::Transport::kRdma);
   CHECK(internal_word(shmem::detail::kBarrierRdmaArrivals) == epoch * rdma_peers);
   REQUIRE(shmem::barrier_all() == 0);

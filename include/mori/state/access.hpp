@@ -15,8 +15,10 @@ MORI_DEVICE const GpuStates& gpu_states() { return shmem::globalGpuStates; }
 MORI_DEVICE int this_pe() { return gpu_states().rank; }
 MORI_DEVICE int pe_count() { return gpu_states().n_pes; }
 
+// The table's entry for `pe`: transport_entry(), its NIC family included.
+MORI_DEVICE uint8_t transport_entry_of(int pe) { return gpu_states().transports[pe]; }
 MORI_DEVICE Transport transport_to(int pe) {
-  return static_cast<Transport>(gpu_states().transports[pe]);
+  return static_cast<Transport>(transport_entry_of(pe) & 15);
 }
 
 }  // namespace mori::state

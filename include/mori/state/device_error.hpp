@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "mori/core/text.hpp"
 #include "mori/platform.hpp"
@@ -112,11 +113,20 @@ MORI_DEVICE MORI_COLD_INLINE void fail_in_line(const FailureInfo& info, Describe
 // divergent code saved, flipped and restored the exec mask around the site, and kept the lanes
 // that "left" out of the code after it with a mask of their own (P2P int32_p: 71 -> 62
 // instructions). The wave still ends in the trap; the code after the site never runs for it.
-template <typename Describe>
-MORI_DEVICE void fail_if(bool bad, const FailureInfo& info, Describe&& describe) {
+//
+// `info` is the record's fields, or a callable that returns them, for fields that take loads or
+// tests to find: they then run at the failure site only, where a FailureInfo argument is computed
+// on the hot path.
+template <typename Info, typename Describe>
+  requires std::is_invocable_r_v<FailureInfo, const Info&>
+MORI_DEVICE void fail_if(bool bad, const Info& info, Describe&& describe) {
   if (platform::ballot(bad) == 0) [[likely]]
     return;
-  if (bad) fail_in_line(info, describe);
+  if (bad) fail_in_line(info(), describe);
+}
+template <typename Describe>
+MORI_DEVICE void fail_if(bool bad, const FailureInfo& info, Describe&& describe) {
+  fail_if(bad, [&] { return info; }, describe);
 }
 
 }  // namespace mori::state

@@ -16,7 +16,7 @@ namespace mori::state {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
-inline constexpr uint32_t kGpuStatesAbiVersion = 5;
+inline constexpr uint32_t kGpuStatesAbiVersion = 6;
 
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
@@ -34,6 +34,15 @@ enum class Nic : uint8_t {
   kBnxt = 2,
   kIonic = 3,
 };
+
+// An entry of the device's transport table (GpuStates::transports): the Transport in the low four
+// bits and, for kRdma, the job's NIC family in the high four, so that one compare of the entry
+// tells an RDMA PE whose family the device code carries (transport/reach.hpp, rdma_reaches)
+// where a second load and test of GpuStates::nic ran on every call, P2P's included.
+constexpr uint8_t transport_entry(Transport t, Nic nic) {
+  return static_cast<uint8_t>(static_cast<uint8_t>(t) |
+                              (t == Transport::kRdma ? static_cast<uint8_t>(nic) << 4 : 0));
+}
 
 // "mlx5", "bnxt", "ionic" (as MORI_DEVICE_NIC spells them), "none".
 constexpr const char* nic_name(Nic nic) {
@@ -102,7 +111,7 @@ struct GpuStates {
   // This PE's symmetric heap: [heap_base, heap_base + heap_size).
   uint64_t heap_base;
   uint64_t heap_size;
-  const uint8_t* transports;   // [n_pes] Transport to each PE (this PE: kP2P)
+  const uint8_t* transports;   // [n_pes] transport_entry() of each PE (this PE: kP2P)
   const uint64_t* peer_bases;  // [n_pes] each PE's heap as mapped here, 0 where not P2P-reachable
   // [n_pes] each PE's heap base in that PE's own address space (RDMA).
   const uint64_t* remote_bases;

@@ -51,24 +51,10 @@ template <typename... Fs>
 constexpr bool all_transports(Families<Fs...>) {
   return (DeviceTransport<Rdma<typename Fs::Provider>> && ... && true);
 }
-// Whether `nic` is one of the families: a compare per family (one in the default build).
-template <typename... Fs>
-MORI_DEVICE bool among(state::Nic nic, Families<Fs...>) {
-  return ((nic == Fs::kNic) || ... || false);
-}
 static_assert(DeviceTransport<P2p> && DeviceTransport<Sdma> && all_transports(CompiledFamilies{}));
 
-// The failure of a job whose NIC family this code was not built for.
-MORI_DEVICE state::FailureInfo nic_not_built(int pe, state::Nic nic) {
-  return {state::DeviceErrorCode::kNotBuilt, pe, 0, static_cast<uint64_t>(nic)};
-}
-MORI_DEVICE void say_nic_not_built(state::Message& m, const char* call, int pe, state::Nic nic) {
-  m << call << ": PE " << pe << " is reached over RDMA, but NIC family " << static_cast<int>(nic)
-    << " is not compiled into this code (MORI_RDMA_PROVIDERS)";
-}
-
 // f<Rdma<Provider>>() for the family of `nic` among Fam, Rest...: the last one without a test,
-// since with_nic has checked that one of them is the job's.
+// since the caller has checked that one of them is the job's (rdma_reaches).
 template <typename F, typename Fam, typename... Rest>
 MORI_DEVICE decltype(auto) run_family(state::Nic nic, F& f, Families<Fam, Rest...>) {
   if constexpr (sizeof...(Rest) > 0) {
@@ -77,42 +63,37 @@ MORI_DEVICE decltype(auto) run_family(state::Nic nic, F& f, Families<Fam, Rest..
   return f.template operator()<Rdma<typename Fam::Provider>>();
 }
 
-// Runs f<Rdma<Provider>>() for the job's NIC family: a check that the family is compiled in
-// (failing falls through, state::fail_if), then a test per family but the last. With one family
-// (the default build), the check and a call.
-template <typename F>
-MORI_DEVICE decltype(auto) with_nic(const char* call, int pe, F&& f) {
-  const auto nic = static_cast<state::Nic>(state::gpu_states().nic);
-  state::fail_if(!among(nic, CompiledFamilies{}), nic_not_built(pe, nic),
-                 [&](state::Message& m) { say_nic_not_built(m, call, pe, nic); });
-  return run_family(nic, f, CompiledFamilies{});
-}
-
 template <typename F>
 MORI_DEVICE decltype(auto) with_transport([[maybe_unused]] const char* call,
                                           [[maybe_unused]] int pe, F&& f) {
 #if MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC
-  if (state::transport_to(pe) == state::Transport::kRdma) return with_nic(call, pe, f);
+  if (rdma_reaches(pe))
+    return run_family(static_cast<state::Nic>(state::gpu_states().nic), f, CompiledFamilies{});
 #endif
   // P2P, or SDMA, which is P2P until it is native (sdma.hpp): one call site serves both, so the
-  // family is inlined once. P2p::address refuses a PE that neither reaches.
+  // family is inlined once. P2p::address refuses a PE that neither reaches, and an RDMA PE whose
+  // NIC family this code does not carry (P2p::unreachable).
   return f.template operator()<Sdma>();
 }
 
 // Traps unless some transport reaches `pe` (the data calls find out in P2p::address; quiet and fence
 // to one PE ask here).
 MORI_DEVICE void check_reachable(const char* call, int pe) {
-  const bool rdma = kAnyRdma && state::transport_to(pe) == state::Transport::kRdma;
-  state::fail_if(!rdma && !P2p::serves(pe), {state::DeviceErrorCode::kNotReachable, pe},
-                 [&](state::Message& m) { P2p::say_unreachable(m, call, pe); });
+  state::fail_if(
+      !rdma_reaches(pe) && !P2p::serves(pe), [pe] { return P2p::unreachable(pe); },
+      [&](state::Message& m) { P2p::say_unreachable(m, call, pe); });
 }
 
-// Runs f<Transport>() once for each transport some PE uses (quiet and fence over every PE).
+// Runs f<Transport>() once for each transport some PE uses (quiet and fence over every PE). RDMA's
+// visits only the PEs rdma_reaches (Rdma::for_each_endpoint): when the job's NIC family is not
+// compiled in, none, as no call of this code has posted a WQE (each one failed), so there is
+// nothing of the caller's to complete or order.
 template <typename F>
 MORI_DEVICE void for_each_transport(F&& f) {
   f.template operator()<P2p>();
   if constexpr (kAnyRdma) {
-    if (state::gpu_states().rdma_endpoints != nullptr) with_nic("quiet/fence", -1, f);
+    if (state::gpu_states().rdma_endpoints != nullptr)
+      run_family(static_cast<state::Nic>(state::gpu_states().nic), f, CompiledFamilies{});
   }
 }
 

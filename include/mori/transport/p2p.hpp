@@ -14,6 +14,7 @@
 #include "mori/state/address.hpp"
 #include "mori/state/amo.hpp"
 #include "mori/state/device_error.hpp"
+#include "mori/transport/reach.hpp"
 
 namespace mori::transport {
 
@@ -31,19 +32,38 @@ struct P2p {
     return tr == state::Transport::kP2P || tr == state::Transport::kSdma;
   }
 
-  // The message of a call to a PE that no transport reaches.
-  MORI_DEVICE static void say_unreachable(state::Message& m, const char* call, int pe) {
-    m << call << ": PE " << pe << " is unreachable from PE " << state::this_pe();
+  // The failure of a call to a PE that no transport of this code reaches: kNotBuilt (observed:
+  // the job's NIC family) for an RDMA PE whose family is not compiled in, else kNotReachable.
+  MORI_DEVICE static state::FailureInfo unreachable(int pe) {
+    const auto nic = static_cast<uint64_t>(state::gpu_states().nic);
+    return rdma_not_built(pe) ? state::FailureInfo{state::DeviceErrorCode::kNotBuilt, pe, 0, nic}
+                              : state::FailureInfo{state::DeviceErrorCode::kNotReachable, pe};
   }
 
-  // The address of `t` as mapped here; traps when P2P does not serve its PE, or when that copy is
-  // not mapped (a peer's buffer that buffer_register registered: only buffer_register_symmetric
-  // maps peers' copies). Both tests share one branch and one failure site.
+  // The message of a call to a PE that no transport of this code reaches.
+  MORI_DEVICE static void say_unreachable(state::Message& m, const char* call, int pe) {
+    if (rdma_not_built(pe))
+      m << call << ": PE " << pe << " is reached over RDMA, but NIC family "
+        << static_cast<int>(state::gpu_states().nic)
+        << " is not compiled into this code (MORI_RDMA_PROVIDERS)";
+    else
+      m << call << ": PE " << pe << " is unreachable from PE " << state::this_pe();
+  }
+
+  // The address of `t` as mapped here; traps when P2P does not serve its PE (unreachable()), or
+  // when that copy is not mapped (a peer's buffer that buffer_register registered: only
+  // buffer_register_symmetric maps peers' copies). Both tests share one branch and one failure
+  // site.
   MORI_DEVICE static char* address(const char* call, const RemoteTarget& t) {
     const uint64_t base = state::p2p_base(t);
     const bool served = serves(t.pe);
     state::fail_if(
-        !base || !served, {state::DeviceErrorCode::kNotReachable, t.pe}, [&](state::Message& m) {
+        !base || !served,
+        [&] {
+          return served ? state::FailureInfo{state::DeviceErrorCode::kNotReachable, t.pe}
+                        : unreachable(t.pe);
+        },
+        [&](state::Message& m) {
           if (!served)
             say_unreachable(m, call, t.pe);
           else

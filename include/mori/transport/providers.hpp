@@ -24,20 +24,6 @@ namespace mori::transport {
 
 inline constexpr bool kAnyRdma = MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC;
 
-// Whether this build's device code carries `nic`'s provider.
-constexpr bool rdma_compiled(state::Nic nic) {
-  switch (nic) {
-    case state::Nic::kMlx5:
-      return MORI_RDMA_MLX5;
-    case state::Nic::kBnxt:
-      return MORI_RDMA_BNXT;
-    case state::Nic::kIonic:
-      return MORI_RDMA_IONIC;
-    default:
-      return false;
-  }
-}
-
 // The family used when none is named (MORI_DEVICE_NIC unset): the first one compiled in.
 constexpr state::Nic default_rdma_nic() {
   return MORI_RDMA_MLX5    ? state::Nic::kMlx5

@@ -35,6 +35,7 @@
 #include "mori/state/amo.hpp"
 #include "mori/state/device_error.hpp"
 #include "mori/transport/rdma_engine.hpp"
+#include "mori/transport/reach.hpp"
 
 namespace mori::transport {
 
@@ -360,7 +361,7 @@ struct Rdma {
     RdmaEndpoint* eps = s.rdma_endpoints;
     const int first = pe < 0 ? 0 : pe, end = pe < 0 ? s.n_pes : pe + 1;
     for (int p = first; p < end; ++p) {
-      if (s.transports[p] != static_cast<uint8_t>(state::Transport::kRdma)) continue;
+      if (!rdma_reaches(p)) continue;  // RDMA PEs of a family this code carries
       for (int q = qp < 0 ? 0 : qp; q < (qp < 0 ? s.num_qp_per_pe : qp + 1); ++q)
         f(eps[p * s.num_qp_per_pe + q], p);
     }
