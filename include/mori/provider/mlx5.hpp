@@ -189,9 +189,9 @@ struct Mlx5 {
         reinterpret_cast<const uint32_t*>(cqe + kMlx5CqeTailOffset));
     const Mlx5CqeTail tail = __builtin_bit_cast(Mlx5CqeTail, raw);
     const uint8_t opcode = mlx5_cqe_opcode(tail.op_own);
-    if (opcode == MLX5_CQE_INVALID ||
-        mlx5_cqe_owner(tail.op_own) != ((pos & ep.cq_entries) ? 1 : 0))
-      return out;  // not written yet in this pass
+    bool stale = opcode == MLX5_CQE_INVALID;
+    stale |= mlx5_cqe_owner(tail.op_own) != ((pos & ep.cq_entries) ? 1 : 0);
+    if (stale) return out;  // not written yet in this pass
     // 16-bit wrap: N - (before - 1) is in [0, 0xffff] while fewer than 65536 WQEs are
     // outstanding. An error CQE names the failed WQE, a success the last one it completes.
     const uint16_t delta = static_cast<uint16_t>(tail.wqe_counter.get() - (before - 1));
