@@ -108,12 +108,9 @@ MORI_DEVICE void copy_vectors(char* dst, const char* src, size_t count) {
   }
 }
 
-}  // namespace detail
-
-namespace detail {
 // The bulk of a copy in units of 2^kShift bytes, dst brought to their alignment first (src shares
 // it): moves it and returns its [*head, *head + body) of [0, bytes).
-template <Scope S, unsigned kShift, typename Move>
+template <unsigned kShift, typename Move>
 MORI_DEVICE size_t copy_bulk(uintptr_t d, size_t bytes, size_t* head, Move&& move) {
   constexpr size_t kUnit = size_t{1} << kShift;
   size_t h = (kUnit - (d & (kUnit - 1))) & (kUnit - 1);
@@ -144,12 +141,12 @@ MORI_DEVICE void copy(void* dst, const void* src, size_t bytes) {
   vectors &= platform::is_global(d);
   vectors &= platform::is_global(s);
   if (vectors) {
-    body = detail::copy_bulk<S, 4>(at, bytes, &head, [&](size_t h, size_t units) {
+    body = detail::copy_bulk<4>(at, bytes, &head, [&](size_t h, size_t units) {
       MORI_PATH_MARK("copy.vectors");  // bench/isa_paths.txt: an aligned put's first store
       detail::copy_vectors<S>(d + h, s + h, units);
     });
   } else if ((phase & 3) == 0) {
-    body = detail::copy_bulk<S, 2>(at, bytes, &head, [&](size_t h, size_t units) {
+    body = detail::copy_bulk<2>(at, bytes, &head, [&](size_t h, size_t units) {
       detail::copy_units<S, uint32_t>(d + h, s + h, units);
     });
   }
