@@ -103,8 +103,11 @@ MORI_DEVICE void sync_leader(const char* call, const SyncGroup& g) {
   uint64_t* epoch_word = internal_word(g.epoch_word);
   const uint64_t epoch = *epoch_word + 1;
   *epoch_word = epoch;
-  for (int i = 1; i <= g.size; ++i) {  // peers first, from the next one on, to spread the AMOs
-    const int pe = g.start + (g.my_index + i) % g.size * g.stride;
+  // Peers first, from the next one on, to spread the AMOs. The index wraps by a subtraction: a
+  // `%` by the runtime size is an integer division, about 25 instructions on amdgcn.
+  for (int i = 1, k = g.my_index + 1; i <= g.size; ++i, ++k) {
+    if (k >= g.size) k -= g.size;
+    const int pe = g.start + k * g.stride;
     const bool rdma = state::transport_to(pe) == state::Transport::kRdma;
     const state::RemoteTarget t =
         internal_target(rdma ? g.rdma_arrivals_word : g.arrivals_word, pe);
