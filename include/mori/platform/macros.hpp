@@ -67,5 +67,14 @@
 #define MORI_COLD_INLINE
 #endif
 
+// Tells the compiler a fact the runtime guarantees, so that checks it implies fold away. Only
+// clang's optimizer takes it (__builtin_assume evaluates nothing); elsewhere it is dropped and the
+// checks stay.
+#if defined(__clang__)
+#define MORI_ASSUME(fact) __builtin_assume(fact)
+#else
+#define MORI_ASSUME(fact) ((void)0)
+#endif
+
 #define MORI_STRINGIFY_(x) #x
 #define MORI_STRINGIFY(x) MORI_STRINGIFY_(x)
