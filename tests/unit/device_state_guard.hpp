@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "mori/platform.hpp"
 #include "mori/state/gpu_states.hpp"
 
 namespace state = mori::state;
@@ -16,13 +17,13 @@ struct DeviceStateGuard {
   uint64_t saved_timeout;
   state::DeviceError* saved_error;
   explicit DeviceStateGuard(uint64_t timeout_ns)
-      : saved_timeout(shmem::globalGpuStates.timeout_ns),
+      : saved_timeout(shmem::globalGpuStates.timeout_ticks),
         saved_error(shmem::globalGpuStates.error) {
-    shmem::globalGpuStates.timeout_ns = timeout_ns;
+    shmem::globalGpuStates.timeout_ticks = timeout_ns / platform::kClockTickNs;
     shmem::globalGpuStates.error = &record;
   }
   ~DeviceStateGuard() {
-    shmem::globalGpuStates.timeout_ns = saved_timeout;
+    shmem::globalGpuStates.timeout_ticks = saved_timeout;
     shmem::globalGpuStates.error = saved_error;
   }
 };

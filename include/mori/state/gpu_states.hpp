@@ -16,7 +16,7 @@ namespace mori::state {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
-inline constexpr uint32_t kGpuStatesAbiVersion = 6;
+inline constexpr uint32_t kGpuStatesAbiVersion = 7;
 
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
@@ -128,9 +128,11 @@ struct GpuStates {
   // Symmetric scratch inside the heap that the runtime reserves for device barriers and signals.
   uint64_t* internal;
   uint64_t internal_bytes;
-  DeviceError* error;   // this PE's device-error record, readable by the host after a trap
-  uint64_t timeout_ns;  // deadline of every device wait (MORI_SHMEM_TIMEOUT_MS); 0 waits forever
-  uint8_t nic;          // Nic of rdma_endpoints
+  DeviceError* error;  // this PE's device-error record, readable by the host after a trap
+  // Deadline of every device wait (MORI_SHMEM_TIMEOUT_MS) in ticks of the device clock
+  // (platform::clock_ticks: 10 ns on amdgcn, 1 ns on the host backend); 0 waits forever.
+  uint64_t timeout_ticks;
+  uint8_t nic;  // Nic of rdma_endpoints
   uint8_t pad[7];
   // [max_teams] this PE's team table, indexed by Team (state/team.hpp); entries change in place as
   // teams are made and destroyed, so the pointer stays valid from init to finalize.

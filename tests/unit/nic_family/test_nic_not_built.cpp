@@ -62,7 +62,8 @@ struct FakeJob {
     s.n_regions = 0;
     s.rdma_endpoints = endpoints;
     s.error = &record;
-    s.timeout_ns = 300'000'000;  // a wait that should not happen fails instead of hanging
+    // 300 ms: a wait that should not happen fails instead of hanging.
+    s.timeout_ticks = 300'000'000 / mori::platform::kClockTickNs;
     s.nic = static_cast<uint8_t>(state::Nic::kBnxt);
   }
   ~FakeJob() { shmem::globalGpuStates = saved; }
