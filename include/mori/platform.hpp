@@ -1,5 +1,6 @@
 // The platform layer: lane, warp and block geometry, barriers, warp collectives, scoped atomics and
-// fences, relax(), clock_ticks(), clock_ns() and trap(). The rest of mori is written against these names only.
+// fences, relax(), clock_ticks(), clock_ns() and trap(). The rest of mori is written against these
+// names only.
 #pragma once
 
 #include "mori/platform/macros.hpp"

@@ -21,10 +21,6 @@ void close_device();
 // they outnumber its CPUs (platform/host.hpp, relax). Nothing on HIP.
 void note_machine_pes(int pes);
 
-// Nanoseconds per tick of the device clock that waits count their deadlines in
-// (GpuStates::timeout_ticks, platform::clock_ticks): 10 on HIP (s_memrealtime), 1 on the host.
-uint64_t clock_tick_ns();
-
 // Memory that device code reads (the arrays GpuStates points to) and that the host can also read
 // (the device-error record). On the host backend both are ordinary memory.
 Status alloc_device(size_t bytes, void** out);

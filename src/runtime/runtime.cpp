@@ -83,7 +83,7 @@ Status Runtime::publish() {
   s.internal = reinterpret_cast<uint64_t*>(memory->base() + internal_offset);
   s.internal_bytes = kInternalBytes;
   s.error = error;
-  s.timeout_ticks = settings.timeout_ms * 1000000ull / backend::clock_tick_ns();
+  s.timeout_ticks = settings.timeout_ms * 1000000ull / platform::kClockTickNs;
   s.teams = static_cast<const state::TeamDescriptor*>(d_teams.ptr);
   s.max_teams = static_cast<int32_t>(teams.size());
   s.team_scratch = reinterpret_cast<uint8_t*>(memory->base() + team_scratch_offset);

@@ -19,6 +19,15 @@ enum class MemOrder { Relaxed, Acquire, Release, AcqRel, SeqCst };
 // On the host backend every scope is a process-shared CPU scope, so all four behave as System.
 enum class MemScope { Wavefront, Block, Agent, System };
 
+// Nanoseconds per tick of the device clock (clock_ticks), in which waits keep their deadlines
+// (GpuStates::timeout_ticks, converted once by the runtime). Here, not in each implementation, so
+// that the runtime's host code of the hip backend reads the same constant as its device code.
+#if defined(MORI_ON_HOST)
+inline constexpr uint64_t kClockTickNs = 1;  // std::chrono::steady_clock, in nanoseconds
+#else
+inline constexpr uint64_t kClockTickNs = 10;  // s_memrealtime: 100 MHz on gfx9 (CDNA ISA guides)
+#endif
+
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
   constexpr Dim3() = default;

@@ -205,8 +205,7 @@ inline void relax() {
   thread_local uint32_t spins = kBusySpins;
   relax(spins++ | kBusySpins);  // never below kBusySpins: a caller without a count always pauses
 }
-// The device clock of the host backend ticks in nanoseconds (amdgcn.hpp: 10 ns).
-inline constexpr uint64_t kClockTickNs = 1;
+// The device clock of the host backend ticks in nanoseconds (kClockTickNs).
 inline uint64_t clock_ticks() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

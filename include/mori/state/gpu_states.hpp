@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "mori/platform/common.hpp"
 #include "mori/platform/macros.hpp"
 #include "mori/state/context.hpp"
 #include "mori/state/rdma_endpoint.hpp"

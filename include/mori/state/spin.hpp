@@ -1,6 +1,6 @@
 // spin_until: the one wait loop of the device API. Every wait in mori goes through it, so every
-// wait calls relax() and honours MORI_SHMEM_TIMEOUT_MS (GpuStates::timeout_ticks): past the deadline,
-// on_timeout() records what was awaited and traps (it must not return).
+// wait calls relax() and honours MORI_SHMEM_TIMEOUT_MS (GpuStates::timeout_ticks): past the
+// deadline, on_timeout() records what was awaited and traps (it must not return).
 #pragma once
 
 #include <cstdint>

@@ -33,8 +33,6 @@ std::vector<const void*>& symbols() {
 }  // namespace
 
 const char* name() { return "hip"; }
-// platform::kClockTickNs of amdgcn.hpp: s_memrealtime's constant 100 MHz (CDNA ISA guides).
-uint64_t clock_tick_ns() { return 10; }
 
 void note_machine_pes(int) {}
 

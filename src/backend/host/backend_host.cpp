@@ -24,7 +24,6 @@ constexpr const char* kAbiSymbol = "mori_shmem_gpu_states_abi_version";
 }  // namespace
 
 const char* name() { return "host"; }
-uint64_t clock_tick_ns() { return platform::kClockTickNs; }
 
 Status open_device(int) { return {}; }
 
