@@ -76,5 +76,15 @@
 #define MORI_ASSUME(fact) ((void)0)
 #endif
 
+// Before a loop whose body must stay one copy (a loop of two passes that share inlined code):
+// clang's full unroll would otherwise duplicate it. GCC (the host backend) has its own spelling.
+#if defined(__clang__)
+#define MORI_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#elif defined(__GNUC__)
+#define MORI_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#define MORI_NO_UNROLL
+#endif
+
 #define MORI_STRINGIFY_(x) #x
 #define MORI_STRINGIFY(x) MORI_STRINGIFY_(x)

@@ -160,8 +160,10 @@ struct RdmaEngine {
         [&] { time_out(ep, pe, "fetch (waiting for an ibuf slot)"); });
     wr.local_addr = reinterpret_cast<uint64_t>(ep.ibuf + slot);
     wr.lkey = ep.ibuf_lkey;
-    const uint64_t index = post(ep, wr, pe);
-    wait_complete(ep, index + 1, pe, "fetch");
+    // Posted and awaited in one pass of post_batch's wait loop (its kAwait).
+    post_batch<1, true>(
+        ep, false, [] { return 1u; }, pe,
+        [&](const Slots& at) { return write_at(ep, wr, at, 0, pe); }, "fetch");
     const uint64_t value =
         platform::atomic_load<MemOrder::Relaxed, MemScope::System>(ep.ibuf + slot);
     platform::atomic_store<MemOrder::Release, MemScope::System>(gate, ticket + ep.ibuf_slots);
@@ -301,11 +303,13 @@ struct RdmaEngine {
 
   // One batch on `ep`: the active lanes on it reserve their WQEs together, K each but where a
   // lane splits a message (`splits`: it posts wqes() instead), write_lane(slots) writes this
-  // lane's and returns the last one written, and the batch's last lane submits. Returns this
-  // lane's first index.
-  template <uint32_t K, typename Wqes, typename WriteLane>
+  // lane's and returns the last one written, and the batch's last lane submits. With kAwait (K is
+  // 1, nothing splits), each lane then waits until its WQE is complete, `awaiting` naming it in a
+  // timeout message. Returns this lane's first index.
+  template <uint32_t K, bool kAwait = false, typename Wqes, typename WriteLane>
   MORI_DEVICE static uint64_t post_batch(RdmaEndpoint& ep, bool splits, Wqes&& wqes, int pe,
-                                         WriteLane&& write_lane) {
+                                         WriteLane&& write_lane, const char* awaiting = nullptr) {
+    static_assert(!kAwait || K == 1, "an awaited post is one WQE per lane");
     // 1. reserve: the lowest lane of the batch reserves for it and hands the base to the others.
     const uint64_t active = lanes_on(ep);
     const int lane = platform::lane_id();
@@ -320,22 +324,52 @@ struct RdmaEngine {
       check_fits(ep, count, pe);
     }
     uint64_t reservation = 0;
-    if (lane == leader) {
+    // 2. flow control, once for the batch, by its leader: its last WQE must fit in the ring, at
+    // most sq_wqes - 1 outstanding (see the top): ep.completed + slack must reach `need`.
+    bool waits = lane == leader;
+    uint64_t need = 0, slack = 0;
+    if (waits) {
       reservation = reserve(ep, count);
       MORI_PATH_MARK("rdma.reserve");  // the batch leader's part (bench/isa_paths.txt)
-      // 2. flow control, once for the batch: its last WQE must fit in the ring.
-      wait_for_room(ep, (reservation & ~kFenceNext) + count, count, pe);
+      // Checked builds and the host backend only: on the GPU the runtime refuses SQs below 256
+      // entries, and a wavefront's batch of post_n is at most 128 WQEs (a batch with a split
+      // message is checked above).
+      if constexpr (state::kDescribeFailures) check_fits(ep, count, pe);
+      need = (reservation & ~kFenceNext) + count;
+      slack = ep.sq_wqes - 1;
     }
-    reservation = platform::shuffle(reservation, leader);
-    // 3. write. The fence bit, when this batch consumed one, goes on its first WQE: the first WQE
-    // reserved after the fence() call.
-    const Slots at{reservation & ~kFenceNext, rank, count, (reservation & kFenceNext) != 0};
-    void* wqe = write_lane(at);
-    // 4.-5. submit and ring in posting order, by the batch's last lane (it holds the last WQE,
-    // which some providers' doorbells copy). Waiting per lane instead would deadlock a converged
-    // wavefront: lane i would spin on a store of lane i - 1, which cannot run until lane i exits.
-    if (lane == last) submit(ep, at.base, at.base + count, wqe, pe);
-    return at.base + rank;
+    // One wait, entered for flow control and, with kAwait, again for the completion: each wait
+    // is an inlined CQ poll and timeout site (215 instructions of a fetching atomic's 916, on
+    // gfx942), so the loop is kept rolled. Acquire (in wait_completed): the NIC has finished
+    // reading the slot we are about to overwrite; without it our WQE stores could overtake the
+    // completion we waited for. Polling meanwhile lets the queue wrap any number of times. The
+    // sum cannot wrap, where completed >= need - slack needed a guard for a QP's first WQEs.
+    uint64_t first = 0;
+    bool posted = false;
+    MORI_NO_UNROLL
+    do {
+      if (waits)
+        wait_completed(ep, pe, posted ? awaiting : "post (waiting for a free WQE)",
+                       [=](uint64_t completed) { return completed + slack >= need; });
+      if (posted) break;
+      reservation = platform::shuffle(reservation, leader);
+      // 3. write. The fence bit, when this batch consumed one, goes on its first WQE: the first
+      // WQE reserved after the fence() call.
+      const Slots at{reservation & ~kFenceNext, rank, count, (reservation & kFenceNext) != 0};
+      void* wqe = write_lane(at);
+      // 4.-5. submit and ring in posting order, by the batch's last lane (it holds the last WQE,
+      // which some providers' doorbells copy). Waiting per lane instead would deadlock a
+      // converged wavefront: lane i would spin on a store of lane i - 1, which cannot run until
+      // lane i exits.
+      if (lane == last) submit(ep, at.base, at.base + count, wqe, pe);
+      first = at.base + rank;
+      // 6. (kAwait) the second pass: every lane waits until its WQE is complete.
+      posted = true;
+      waits = true;
+      need = first + 1;
+      slack = 0;
+    } while (kAwait);
+    return first;
   }
 
   // Writes `wr` as this lane's k-th WQE of the batch `at`; returns its slot.
@@ -363,22 +397,6 @@ struct RdmaEngine {
         << " (at most " << outstanding << " outstanding; a message above " << kMaxMessage
         << " bytes is split)";
     });
-  }
-
-  // Flow control: waits until WQEs [.., next) fit, at most sq_wqes - 1 outstanding, polling the CQ
-  // meanwhile so that the queue wraps any number of times.
-  MORI_DEVICE static void wait_for_room(RdmaEndpoint& ep, uint64_t next, uint32_t count, int pe) {
-    const uint64_t limit = ep.sq_wqes - 1;
-    // Checked builds and the host backend only: on the GPU the runtime refuses SQs below 256
-    // entries, and a wavefront's batch of post_n is at most 128 WQEs (post_batch checks a batch
-    // with a split message itself).
-    if constexpr (state::kDescribeFailures) check_fits(ep, count, pe);
-    // Room: next - completed <= limit, which cannot wrap (completed <= submitted <= this batch's
-    // base < next), where completed >= next - limit needed a guard for the QP's first limit WQEs.
-    // Acquire (in wait_completed): the NIC has finished reading the slot we are about to
-    // overwrite; without it our WQE stores could overtake the completion we waited for.
-    wait_completed(ep, pe, "post (waiting for a free WQE)",
-                   [=](uint64_t completed) { return next - completed <= limit; });
   }
 
   MORI_DEVICE static void write(void* wqe, const WorkRequest& wr, RdmaEndpoint& ep, int pe) {

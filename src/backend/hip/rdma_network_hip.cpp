@@ -101,7 +101,7 @@ Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
                          std::unique_ptr<RdmaNetwork>* out, bool* no_devices) {
   *no_devices = false;
   // A wavefront posts as one batch, up to 64 lanes x 2 WQEs (put-with-signal), and release device
-  // code does not re-check that a batch fits (transport/rdma_engine.hpp, wait_for_room).
+  // code does not re-check that a batch fits (transport/rdma_engine.hpp, post_batch).
   if (rt.settings.rdma_sq_wqes < kMinGpuSqWqes) {
     return Status::error("MORI_RDMA_SQ_WQES=" + std::to_string(rt.settings.rdma_sq_wqes) +
                          " is too small for GPU queues: at least " + std::to_string(kMinGpuSqWqes) +
