@@ -5,9 +5,11 @@
 //
 //   put_nbi   delivery is complete at the next quiet; the source must not change until then (RDMA
 //             reads it after the call returns, except inline-size puts).
-//   put       returns once the data is delivered (put_nbi + quiet of that PE and QP).
+//   put       returns once the data is delivered (put_nbi + quiet of that PE and QP; over RDMA, a
+//             wait for its own WQEs, which the QP completes after everything it took before them).
 //   get_nbi   the destination is valid after the next quiet.
-//   get       returns with the data in the destination (get_nbi + quiet of that PE and QP).
+//   get       returns with the data in the destination (get_nbi + quiet of that PE and QP, or, over
+//             RDMA, the wait for its own WQEs).
 //
 // `qp` picks one of the PE's RDMA queue pairs (MORI_NUM_QP_PER_PE); P2P ignores it.
 #pragma once
@@ -40,11 +42,13 @@ MORI_DEVICE void rma(const char* call, void* local, const void* remote, uint64_t
                      int qp) {
   const state::RemoteTarget t = resolve(call, remote, bytes, pe, qp);
   transport::with_transport(call, pe, [&]<typename Tr>() {
+    // A transport whose posts can await themselves completes a blocking call in the post.
+    constexpr bool kAwait = kBlocking && Tr::kAwaitsPosts;
     if constexpr (kGet)
-      Tr::template get<S>(call, local, t, bytes);
+      Tr::template get<S, kAwait>(call, local, t, bytes);
     else
-      Tr::template put<S>(call, t, local, bytes);
-    if constexpr (kBlocking)
+      Tr::template put<S, kAwait>(call, t, local, bytes);
+    if constexpr (kBlocking && !kAwait)
       complete<S, Tr>(pe, qp);
     else
       S::sync();

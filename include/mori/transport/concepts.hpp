@@ -4,6 +4,9 @@
 // symmetric locations (state/address.hpp).
 //
 //   kName                                      "p2p", "mlx5", ...
+//   kAwaitsPosts                               whether put<S, true> and get<S, true> exist and
+//                                              return complete (blocking), in place of put<S> or
+//                                              get<S> followed by the scope's quiet
 //   put<S>(call, dst, src, bytes)              scope S copies local src to the target
 //   get<S>(call, dst, src, bytes)              scope S copies the target to local dst
 //   iput<S>(call, dst, src, dst_stride, src_stride, nelems)
@@ -34,6 +37,7 @@ concept DeviceTransport =
     requires(const char* call, const state::RemoteTarget& target, const void* src, void* dst,
              uint64_t bytes, uint64_t value, state::atomicType op, int pe, int qp) {
       { T::kName } -> std::convertible_to<const char*>;
+      { T::kAwaitsPosts } -> std::convertible_to<bool>;
       T::template put<Thread>(call, target, src, bytes);
       T::template put<Warp>(call, target, src, bytes);
       T::template put<Block>(call, target, src, bytes);

@@ -24,6 +24,9 @@ using state::RemoteTarget;
 
 struct P2p {
   static constexpr const char* kName = "p2p";
+  // A blocking put or get completes with the scope's quiet (shmem/rma.hpp): every participant
+  // stores, so the stores of all of them must precede it.
+  static constexpr bool kAwaitsPosts = false;
 
   // Whether PE `pe` is reached through peer mappings (P2P, or SDMA, which is P2P until it is
   // native).
@@ -74,16 +77,18 @@ struct P2p {
     return reinterpret_cast<char*>(base + t.ref.offset);
   }
 
-  template <Scope S>
+  template <Scope S, bool kAwait = false>
   MORI_DEVICE static void put(const char* call, const RemoteTarget& dst, const void* src,
                               uint64_t bytes) {
+    static_assert(!kAwait, "P2P completes a blocking put with quiet (kAwaitsPosts)");
     char* to = address(call, dst);
     MORI_PATH_MARK("p2p.put");  // bench/isa_paths.txt: P2P put up to its first data store
     copy<S>(to, src, bytes);
   }
-  template <Scope S>
+  template <Scope S, bool kAwait = false>
   MORI_DEVICE static void get(const char* call, void* dst, const RemoteTarget& src,
                               uint64_t bytes) {
+    static_assert(!kAwait, "P2P completes a blocking get with quiet (kAwaitsPosts)");
     const char* from = address(call, src);
     MORI_PATH_MARK("p2p.get");
     copy<S>(dst, from, bytes);

@@ -3,8 +3,10 @@
 // (provider/mlx5.hpp, bnxt.hpp, ionic.hpp) only encodes bytes.
 //
 //   put        the scope's leader posts one RDMA write (an inline write up to the provider's
-//              inline limit, else a write from the source's registered memory)
-//   get        the leader posts one RDMA read into the destination's registered memory
+//              inline limit, else a write from the source's registered memory); blocking
+//              (kAwait), it then waits for that write's completion (kAwaitsPosts)
+//   get        the leader posts one RDMA read into the destination's registered memory; blocking,
+//              it then waits for the read's completion
 //   p          an inline write of the value
 //   g          a read into an ibuf slot, awaited
 //   atomics    fetch-add and compare-swap are NIC atomics; every other operation is a
@@ -47,16 +49,22 @@ struct Rdma {
   using WorkRequest = provider::WorkRequest;
   using Opcode = provider::Opcode;
   static constexpr const char* kName = Provider::kName;
+  // A blocking put or get is put<S, true> / get<S, true>: the leader's post waits for its own WQEs
+  // in the engine's one wait loop, where a quiet after the post was a second inlined wait (CQ
+  // poll and timeout site). The QP completes in order, so that also completes everything it took
+  // before them, as the quiet of that PE and QP did.
+  static constexpr bool kAwaitsPosts = true;
 
-  template <Scope S>
+  template <Scope S, bool kAwait = false>
   MORI_DEVICE static void put(const char* call, const RemoteTarget& dst, const void* src,
                               uint64_t bytes) {
     if (!S::leader() || bytes == 0) return;
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
-    Engine::post_span(ep, write_request(call, dst, src, bytes), bytes, dst.pe);
+    Engine::template post_span<Engine::kMaxMessage, kAwait>(
+        ep, write_request(call, dst, src, bytes), bytes, dst.pe, call);
   }
 
-  template <Scope S>
+  template <Scope S, bool kAwait = false>
   MORI_DEVICE static void get(const char* call, void* dst, const RemoteTarget& src,
                               uint64_t bytes) {
     if (!S::leader() || bytes == 0) return;
@@ -65,7 +73,7 @@ struct Rdma {
     wr.opcode = Opcode::kRead;
     wr.lkey = local_key(call, dst, bytes, src.pe, "destination");
     wr.local_addr = reinterpret_cast<uint64_t>(dst);
-    Engine::post_span(ep, wr, bytes, src.pe);
+    Engine::template post_span<Engine::kMaxMessage, kAwait>(ep, wr, bytes, src.pe, call);
   }
 
   // Strided: one work request per element, the elements shared over the scope's participants;

@@ -87,30 +87,35 @@ struct RdmaEngine {
   // bytes (wr.bytes is ignored): one WQE, or, above kMax (the largest message), consecutive WQEs
   // of kMax bytes and the rest, in this lane's part of the batch. Returns the SQ index of this
   // lane's first. A put's one post site: splitting by posting again, in a loop around post(),
-  // inlined the engine twice (2,010 instructions in putmem_nbi_thread; 1,552 so).
-  template <uint64_t kMax = kMaxMessage>
+  // inlined the engine twice (2,010 instructions in putmem_nbi_thread; 1,552 so). With kAwait it
+  // returns once this lane's WQEs are complete (a blocking put or get; `call` names it in a
+  // timeout message): the QP completes in order, so everything it took before them is complete.
+  template <uint64_t kMax = kMaxMessage, bool kAwait = false>
   MORI_DEVICE static uint64_t post_span(RdmaEndpoint& ep, const WorkRequest& wr, uint64_t bytes,
-                                        int pe = -1) {
+                                        int pe = -1, const char* call = nullptr) {
     // The WQE count of a split lane, clamped far above any SQ so that a batch's sum cannot wrap
     // (such a batch fails to fit).
     auto wqes = [&] {
       const uint64_t n = (bytes - 1) / kMax + 1;
       return static_cast<uint32_t>(n < kMaxSplit ? n : kMaxSplit);
     };
-    return post_batch<1>(ep, bytes > kMax, wqes, pe, [&](const Slots& at) {
-      void* wqe = nullptr;
-      uint32_t k = 0;
-      uint64_t done = 0;
-      do {  // at least one WQE: no path through the code skips the write
-        WorkRequest part = wr;
-        part.bytes = static_cast<uint32_t>(bytes - done < kMax ? bytes - done : kMax);
-        part.local_addr += done;
-        part.remote_addr += done;
-        wqe = write_at(ep, part, at, k++, pe);
-        done += kMax;
-      } while (done < bytes);
-      return wqe;
-    });
+    return post_batch<1, kAwait>(
+        ep, bytes > kMax, wqes, pe,
+        [&](const Slots& at) {
+          void* wqe = nullptr;
+          uint32_t k = 0;
+          uint64_t done = 0;
+          do {  // at least one WQE: no path through the code skips the write
+            WorkRequest part = wr;
+            part.bytes = static_cast<uint32_t>(bytes - done < kMax ? bytes - done : kMax);
+            part.local_addr += done;
+            part.remote_addr += done;
+            wqe = write_at(ep, part, at, k++, pe);
+            done += kMax;
+          } while (done < bytes);
+          return wqe;
+        },
+        call);
   }
 
   // A batch's positions, for lanes that post different numbers of WQEs: lane l of `active` posts
@@ -303,13 +308,12 @@ struct RdmaEngine {
 
   // One batch on `ep`: the active lanes on it reserve their WQEs together, K each but where a
   // lane splits a message (`splits`: it posts wqes() instead), write_lane(slots) writes this
-  // lane's and returns the last one written, and the batch's last lane submits. With kAwait (K is
-  // 1, nothing splits), each lane then waits until its WQE is complete, `awaiting` naming it in a
-  // timeout message. Returns this lane's first index.
+  // lane's and returns the last one written, and the batch's last lane submits. With kAwait, each
+  // lane then waits until the batch is complete, `awaiting` naming it in a timeout message.
+  // Returns this lane's first index.
   template <uint32_t K, bool kAwait = false, typename Wqes, typename WriteLane>
   MORI_DEVICE static uint64_t post_batch(RdmaEndpoint& ep, bool splits, Wqes&& wqes, int pe,
                                          WriteLane&& write_lane, const char* awaiting = nullptr) {
-    static_assert(!kAwait || K == 1, "an awaited post is one WQE per lane");
     // 1. reserve: the lowest lane of the batch reserves for it and hands the base to the others.
     const uint64_t active = lanes_on(ep);
     const int lane = platform::lane_id();
@@ -363,10 +367,13 @@ struct RdmaEngine {
       // lane i exits.
       if (lane == last) submit(ep, at.base, at.base + count, wqe, pe);
       first = at.base + rank;
-      // 6. (kAwait) the second pass: every lane waits until its WQE is complete.
+      // 6. (kAwait) the second pass: every lane waits until the batch is complete. Its last WQE
+      // is the one signalled, so no lane's completes sooner; and the batch's end is the same for
+      // every lane, where a lane's own end held a register through the WQE writes (the
+      // reference kernel's VGPR peak).
       posted = true;
       waits = true;
-      need = first + 1;
+      need = at.base + count;
       slack = 0;
     } while (kAwait);
     return first;
