@@ -9,7 +9,8 @@
 //       then. Scope S as for put_nbi: every participant makes the same call.
 //   putmem_signal<S>(...), put_signal<S>(...)               the same, blocking: they return once
 //       the data and the signal are delivered (the _nbi form, then quiet of that PE and QP, as
-//       put is put_nbi + quiet), so the source may be reused at once.
+//       put is put_nbi + quiet; over RDMA the wait for its own WQEs, as put's), so the source may
+//       be reused at once.
 //   signal_op(sig_addr, signal, sig_op, pe)                 the signal update alone (NVSHMEM's
 //       nvshmemx_signal_op): SIGNAL_SET stores, SIGNAL_ADD adds atomically, at sig_addr on PE pe.
 //       Thread scope. It is ordered as an AMO (atomic.hpp): atomic with respect to every other AMO
@@ -61,8 +62,14 @@ MORI_DEVICE void put_signal(const char* call, void* dest, const void* source, ui
   const state::RemoteTarget data = resolve(call, dest, bytes, pe, qp);
   const state::RemoteTarget sig = resolve(call, sig_addr, sizeof(uint64_t), pe, qp);
   transport::with_transport(call, pe, [&]<typename Tr>() {
-    Tr::template put_signal<S>(call, data, source, bytes, sig, signal, sig_op);
-    if constexpr (kBlocking) complete<S, Tr>(pe, qp);
+    // As rma(): a transport whose posts can await themselves completes a blocking call in the
+    // post; the other participants then wait for the leader.
+    constexpr bool kAwait = kBlocking && Tr::kAwaitsPosts;
+    Tr::template put_signal<S, kAwait>(call, data, source, bytes, sig, signal, sig_op);
+    if constexpr (kAwait)
+      S::sync();
+    else if constexpr (kBlocking)
+      complete<S, Tr>(pe, qp);
   });
 }
 template <Scope S, bool kBlocking, typename T>

@@ -4,9 +4,10 @@
 // symmetric locations (state/address.hpp).
 //
 //   kName                                      "p2p", "mlx5", ...
-//   kAwaitsPosts                               whether put<S, true> and get<S, true> exist and
-//                                              return complete (blocking), in place of put<S> or
-//                                              get<S> followed by the scope's quiet
+//   kAwaitsPosts                               whether put<S, true>, get<S, true> and
+//                                              put_signal<S, true> exist and return complete
+//                                              (blocking), in place of the call followed by the
+//                                              scope's quiet
 //   put<S>(call, dst, src, bytes)              scope S copies local src to the target
 //   get<S>(call, dst, src, bytes)              scope S copies the target to local dst
 //   iput<S>(call, dst, src, dst_stride, src_stride, nelems)

@@ -159,10 +159,11 @@ struct P2p {
 
   // The data, then the signal: the release fence keeps the peer from seeing the signal before the
   // data.
-  template <Scope S>
+  template <Scope S, bool kAwait = false>
   MORI_DEVICE static void put_signal(const char* call, const RemoteTarget& dst, const void* src,
                                      uint64_t bytes, const RemoteTarget& signal, uint64_t value,
                                      state::atomicType op) {
+    static_assert(!kAwait, "P2P completes a blocking put-with-signal with quiet (kAwaitsPosts)");
     put<S>(call, dst, src, bytes);
     S::sync();
     if (S::leader()) {

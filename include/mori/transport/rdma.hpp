@@ -49,7 +49,8 @@ struct Rdma {
   using WorkRequest = provider::WorkRequest;
   using Opcode = provider::Opcode;
   static constexpr const char* kName = Provider::kName;
-  // A blocking put or get is put<S, true> / get<S, true>: the leader's post waits for its own WQEs
+  // A blocking put, get or put-with-signal is put<S, true>, get<S, true> or put_signal<S, true>:
+  // the leader's post waits for its own WQEs
   // in the engine's one wait loop, where a quiet after the post was a second inlined wait (CQ
   // poll and timeout site). The QP completes in order, so that also completes everything it took
   // before them, as the quiet of that PE and QP did.
@@ -216,7 +217,8 @@ struct Rdma {
 
   // The data, then the signal, as two consecutive WQEs of one reservation. Both are writes, or a
   // write and a fetch-add; the QP executes them in order, so the signal lands after the data.
-  template <Scope S>
+  // Blocking (kAwait), the leader waits for the pair's completion, which follows the bulk's.
+  template <Scope S, bool kAwait = false>
   MORI_DEVICE static void put_signal(const char* call, const RemoteTarget& dst, const void* src,
                                      uint64_t bytes, const RemoteTarget& signal, uint64_t value,
                                      state::atomicType op) {
@@ -243,7 +245,7 @@ struct Rdma {
       sig.bytes = sizeof(value);
     }
     const WorkRequest pair[2] = {data, sig};
-    Engine::post_n(ep, pair, dst.pe);
+    Engine::template post_n<2, kAwait>(ep, pair, dst.pe, call);
   }
 
   // pe < 0: every PE reached over RDMA; qp < 0: every QP of the PE.

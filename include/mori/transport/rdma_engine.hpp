@@ -71,16 +71,19 @@ struct RdmaEngine {
   // The lanes of a wavefront may post to different endpoints at once (a thread-scope put from each
   // lane to another PE): each endpoint's lanes form their own batch (lanes_on), with its own leader
   // and last lane. A batch never mixes endpoints, as its reservation, indices and doorbell are one
-  // QP's.
-  template <uint32_t K>
-  MORI_DEVICE static uint64_t post_n(RdmaEndpoint& ep, const WorkRequest (&wrs)[K], int pe = -1) {
-    return post_batch<K>(
+  // QP's. With kAwait it returns once the batch is complete (a blocking put-with-signal; `call`
+  // names it in a timeout message), as post_span does.
+  template <uint32_t K, bool kAwait = false>
+  MORI_DEVICE static uint64_t post_n(RdmaEndpoint& ep, const WorkRequest (&wrs)[K], int pe = -1,
+                                     const char* call = nullptr) {
+    return post_batch<K, kAwait>(
         ep, false, [] { return K; }, pe,
         [&](const Slots& at) {
           void* wqe = nullptr;
           for (uint32_t k = 0; k < K; ++k) wqe = write_at(ep, wrs[k], at, k, pe);
           return wqe;
-        });
+        },
+        call);
   }
 
   // Posts `wr`, a write or a read whose local_addr and remote_addr are its start, over `bytes`
