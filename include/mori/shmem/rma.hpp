@@ -27,12 +27,21 @@ namespace detail {
 
 // A blocking call's completion, once the scope has issued its share on transport Tr: one
 // participant quiets the PE's QP, and none returns before it has (so the source may be reused).
-template <Scope S, typename Tr>
+// kAwaited: the call's post already waited for its own completion (Tr::kAwaitsPosts; only the
+// leader posts), so the others need only wait for the leader.
+template <Scope S, typename Tr, bool kAwaited = false>
 MORI_DEVICE void complete(int pe, int qp) {
-  S::sync();
-  if (S::leader()) Tr::quiet(pe, qp);
+  if constexpr (!kAwaited) {
+    S::sync();
+    if (S::leader()) Tr::quiet(pe, qp);
+  }
   S::sync();
 }
+
+// Whether a call of transport Tr awaits its own completion in its post (put<S, true>, ...): the
+// blocking ones on a transport that can.
+template <typename Tr, bool kBlocking>
+inline constexpr bool kAwaitInPost = kBlocking && Tr::kAwaitsPosts;
 
 // One call of the family: resolve the remote side, move the bytes on the PE's transport, and, for
 // the blocking forms, complete them. Every participant returns only when the whole scope has
@@ -42,14 +51,13 @@ MORI_DEVICE void rma(const char* call, void* local, const void* remote, uint64_t
                      int qp) {
   const state::RemoteTarget t = resolve(call, remote, bytes, pe, qp);
   transport::with_transport(call, pe, [&]<typename Tr>() {
-    // A transport whose posts can await themselves completes a blocking call in the post.
-    constexpr bool kAwait = kBlocking && Tr::kAwaitsPosts;
+    constexpr bool kAwait = kAwaitInPost<Tr, kBlocking>;
     if constexpr (kGet)
       Tr::template get<S, kAwait>(call, local, t, bytes);
     else
       Tr::template put<S, kAwait>(call, t, local, bytes);
-    if constexpr (kBlocking && !kAwait)
-      complete<S, Tr>(pe, qp);
+    if constexpr (kBlocking)
+      complete<S, Tr, kAwait>(pe, qp);
     else
       S::sync();
   });

@@ -62,14 +62,9 @@ MORI_DEVICE void put_signal(const char* call, void* dest, const void* source, ui
   const state::RemoteTarget data = resolve(call, dest, bytes, pe, qp);
   const state::RemoteTarget sig = resolve(call, sig_addr, sizeof(uint64_t), pe, qp);
   transport::with_transport(call, pe, [&]<typename Tr>() {
-    // As rma(): a transport whose posts can await themselves completes a blocking call in the
-    // post; the other participants then wait for the leader.
-    constexpr bool kAwait = kBlocking && Tr::kAwaitsPosts;
+    constexpr bool kAwait = kAwaitInPost<Tr, kBlocking>;
     Tr::template put_signal<S, kAwait>(call, data, source, bytes, sig, signal, sig_op);
-    if constexpr (kAwait)
-      S::sync();
-    else if constexpr (kBlocking)
-      complete<S, Tr>(pe, qp);
+    if constexpr (kBlocking) complete<S, Tr, kAwait>(pe, qp);
   });
 }
 template <Scope S, bool kBlocking, typename T>

@@ -50,10 +50,9 @@ struct Rdma {
   using Opcode = provider::Opcode;
   static constexpr const char* kName = Provider::kName;
   // A blocking put, get or put-with-signal is put<S, true>, get<S, true> or put_signal<S, true>:
-  // the leader's post waits for its own WQEs
-  // in the engine's one wait loop, where a quiet after the post was a second inlined wait (CQ
-  // poll and timeout site). The QP completes in order, so that also completes everything it took
-  // before them, as the quiet of that PE and QP did.
+  // the leader's post waits for its batch in the engine's one wait loop, where a quiet after the
+  // post was a second inlined wait (CQ poll and timeout site). The QP completes in order, so that
+  // also completes everything it took before the batch, as the quiet of that PE and QP did.
   static constexpr bool kAwaitsPosts = true;
 
   template <Scope S, bool kAwait = false>

@@ -91,8 +91,8 @@ struct RdmaEngine {
   // of kMax bytes and the rest, in this lane's part of the batch. Returns the SQ index of this
   // lane's first. A put's one post site: splitting by posting again, in a loop around post(),
   // inlined the engine twice (2,010 instructions in putmem_nbi_thread; 1,552 so). With kAwait it
-  // returns once this lane's WQEs are complete (a blocking put or get; `call` names it in a
-  // timeout message): the QP completes in order, so everything it took before them is complete.
+  // returns once the batch is complete (a blocking put or get; `call` names it in a timeout
+  // message): the QP completes in order, so everything it took before the batch is complete.
   template <uint64_t kMax = kMaxMessage, bool kAwait = false>
   MORI_DEVICE static uint64_t post_span(RdmaEndpoint& ep, const WorkRequest& wr, uint64_t bytes,
                                         int pe = -1, const char* call = nullptr) {
@@ -168,10 +168,9 @@ struct RdmaEngine {
         [&] { time_out(ep, pe, "fetch (waiting for an ibuf slot)"); });
     wr.local_addr = reinterpret_cast<uint64_t>(ep.ibuf + slot);
     wr.lkey = ep.ibuf_lkey;
-    // Posted and awaited in one pass of post_batch's wait loop (its kAwait).
-    post_batch<1, true>(
-        ep, false, [] { return 1u; }, pe,
-        [&](const Slots& at) { return write_at(ep, wr, at, 0, pe); }, "fetch");
+    // Posted and awaited in one wait loop (post_batch's kAwait).
+    const WorkRequest one[1] = {wr};
+    post_n<1, true>(ep, one, pe, "fetch");
     const uint64_t value =
         platform::atomic_load<MemOrder::Relaxed, MemScope::System>(ep.ibuf + slot);
     platform::atomic_store<MemOrder::Release, MemScope::System>(gate, ticket + ep.ibuf_slots);
