@@ -136,41 +136,56 @@ TEST_CASE_TEMPLATE("broadcast, fcollect, collect, alltoall(s): every element on 
 }
 
 // Flagged broadcasts let the root run ahead of the members it sends to (coll/flags.hpp): here every
-// PE but world PE 0 dawdles before each call, and PE 0 is the root of the last 2 * kMailboxSets
-// calls, so it runs ahead as far as the sets allow. Each call has its own dest slot, whose value must reach
-// every member; then PE 0 broadcasts enough to be a push into the last call's slot, which must wait
-// until the slow members have finished filling it from their mailboxes; a flagged fcollect follows.
-TEST_CASE_TEMPLATE("flagged broadcasts run ahead without losing a call; a push after them waits", S,
-                   Thread, Block) {
-  Session s;
-  constexpr int kAhead = 2 * static_cast<int>(mori::shmem::detail::coll::kMailboxSets);
-  constexpr int kCalls = kAhead + 16;
-  constexpr size_t kSmall = 3, kPush = 600;  // 12 bytes go flagged, 2400 bytes are a push
-  auto root = [&](int c) { return c < kCalls - kAhead ? c % s.n : 0; };
-  CheckedSlots<Elem> dest{kCalls + 1, kPush};
-  GuardedSlots<Elem> src{kCalls + 1, kPush};
-  for (int c = 0; c < kCalls; ++c)
-    for (size_t k = 0; k < kSmall; ++k) src.slot(c)[k] = sent(s.me, k) + (c << 20);
-  for (size_t k = 0; k < kPush; ++k) src.slot(kCalls)[k] = sent(s.me, k);
+// PE but world PE 0 dawdles before each call, and PE 0 is the root of the last 2 * sets calls, so it
+// runs ahead as far as the mailbox sets allow. Each call has its own dest slot, whose value must
+// reach every member; then PE 0 broadcasts enough to be a push into the last call's slot, which must
+// wait until the slow members have finished filling it from their mailboxes; a flagged fcollect
+// follows. Once with a payload that takes lines, once with one that takes boxes.
+template <typename S>
+void run_ahead(Session& s, size_t small, int sets) {
+  const int ahead = 2 * sets, calls = ahead + 16;
+  constexpr size_t kPush = 600;  // 2400 bytes are a push
+  auto root = [&](int c) { return c < calls - ahead ? c % s.n : 0; };
+  const size_t slots = static_cast<size_t>(calls) + 1;
+  CheckedSlots<Elem> dest{slots, kPush};
+  GuardedSlots<Elem> src{slots, kPush};
+  for (int c = 0; c < calls; ++c)
+    for (size_t k = 0; k < small; ++k) src.slot(c)[k] = sent(s.me, k) + (c << 20);
+  for (size_t k = 0; k < kPush; ++k) src.slot(calls)[k] = sent(s.me, k);
   REQUIRE(shmem::barrier_all() == 0);
   launch({1}, block_for<S>(), [&] {
-    for (int c = 0; c < kCalls; ++c) {
+    for (int c = 0; c < calls; ++c) {
       if (s.me != 0) {
         const uint64_t until = mori::platform::clock_ns() + 20000;
         while (mori::platform::clock_ns() < until) {
         }
       }
-      shmem::broadcast<S>(shmem::kTeamWorld, dest.slot(c), src.slot(c), kSmall, root(c));
+      shmem::broadcast<S>(shmem::kTeamWorld, dest.slot(c), src.slot(c), small, root(c));
     }
-    shmem::broadcast<S>(shmem::kTeamWorld, dest.slot(kCalls - 1), src.slot(kCalls), kPush, 0);
-    shmem::fcollect<S>(shmem::kTeamWorld, dest.slot(kCalls), src.slot(kCalls), 1);
+    shmem::broadcast<S>(shmem::kTeamWorld, dest.slot(calls - 1), src.slot(calls), kPush, 0);
+    shmem::fcollect<S>(shmem::kTeamWorld, dest.slot(calls), src.slot(calls), 1);
   });
-  for (int c = 0; c < kCalls - 1; ++c)
-    for (size_t k = 0; k < kSmall; ++k) dest.expect(c, k, sent(root(c), k) + (c << 20));
-  for (size_t k = 0; k < kPush; ++k) dest.expect(kCalls - 1, k, sent(0, k));
-  for (int i = 0; i < s.n; ++i) dest.expect(kCalls, i, sent(i, 0));
+  for (int c = 0; c < calls - 1; ++c)
+    for (size_t k = 0; k < small; ++k) dest.expect(c, k, sent(root(c), k) + (c << 20));
+  for (size_t k = 0; k < kPush; ++k) dest.expect(calls - 1, k, sent(0, k));
+  for (int i = 0; i < s.n; ++i) dest.expect(calls, i, sent(i, 0));
   CHECK(dest.check() == "");
   REQUIRE(shmem::barrier_all() == 0);
+}
+
+TEST_CASE_TEMPLATE("flagged broadcasts run ahead without losing a call; a push after them waits", S,
+                   Thread, Block) {
+  namespace coll = mori::shmem::detail::coll;
+  Session s;
+  const uint64_t scratch = shmem::globalGpuStates.team_scratch_bytes;
+  constexpr size_t kLine = 3, kBox = 40;  // 12 bytes take lines, 160 bytes a box
+  static_assert(coll::kFlagBytes + kLine * sizeof(Elem) <= coll::kLineBytes);
+  static_assert(coll::kFlagBytes + kBox * sizeof(Elem) > coll::kLineBytes);
+  const int lines = static_cast<int>(coll::line_sets(scratch, s.n));
+  REQUIRE(lines >= static_cast<int>(coll::kMinLineSets));  // the default area has lines
+  REQUIRE(coll::kFlagBytes + kBox * sizeof(Elem) <= coll::box_bytes(scratch, s.n));
+  SUBCASE("lines") { run_ahead<S>(s, kLine, lines); }
+  SUBCASE("boxes") { run_ahead<S>(s, kBox, static_cast<int>(coll::kBoxSets)); }
 }
 
 TEST_CASE("collectives trap on a root outside the team and on a team not valid here") {

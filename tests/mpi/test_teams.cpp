@@ -175,7 +175,7 @@ TEST_CASE("MORI_SHMEM_MAX_TEAMS sets the limit; out of range, init refuses it") 
           std::string::npos);
     CHECK(shmem::team_destroy(one) == 0);
   }
-  for (const char* bad : {"2", "4065", "x"}) {
+  for (const char* bad : {"2", "3265", "x"}) {
     ScopedEnv limit("MORI_SHMEM_MAX_TEAMS", bad);
     CHECK(shmem::init() != 0);
     CHECK_MESSAGE(

@@ -45,9 +45,10 @@ namespace detail {
 //   3-7   reserved              -          nobody yet (0): signals         -
 //   8-63  free
 //   64-   team syncs            both       team_sync, team_barrier, the    per team index t: words
-//                                          collectives (team.hpp)          64 + 4t, 65 + 4t and
-//                                          66 + 4t as words 0, 1 and 2 (state::kTeamSyncFirstWord),
-//                                          67 + 4t (local) the team's flagged collectives so far
+//                                          collectives (team.hpp)          64 + 5t, 65 + 5t and
+//                                          66 + 5t as words 0, 1 and 2 (state::kTeamSyncFirstWord),
+//                                          67 + 5t and 68 + 5t (local) the team's flagged
+//                                          collectives so far in boxes and in lines
 //                                          (coll/flags.hpp); up to MORI_SHMEM_MAX_TEAMS
 //
 // Arrivals count in two words, one per kind of atomic, because a NIC's atomics and a GPU's are not

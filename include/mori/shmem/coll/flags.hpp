@@ -7,30 +7,41 @@
 // is one word per mailbox rather than one in every 8 bytes, so the writer orders the two with a
 // release fence.
 //
-// The mailboxes are the second half of the team's staging area (a staged algorithm, on teams that
-// are not direct, uses the rest): kMailboxSets sets, taken in turn by the call's number, of one
-// mailbox per member, each `slot` bytes: the flag word first, the payload after it. A small payload
-// shares the flag's cache line, so the reader fetches one line per member; and the flag's word
-// never holds payload, which could pass for a call's number.
+// Two kinds of mailbox, each a ring of sets taken in turn by its own calls, one mailbox per member
+// in each set: the flag word first, the payload after it.
+//   lines  128 bytes each, a GPU's cache line (a payload of at most 120 bytes, as NCCL's LL128):
+//          the staging area's first half, in a power-of-two number of sets from 16 to 128 (128 at
+//          2 PEs with the default area, 64 at 4, 32 at 8). The payload shares the flag's line, so
+//          the reader fetches one line per member.
+//   boxes  the second half in kBoxSets = 16 sets (512 bytes each at 4 PEs with the default area),
+//          for payloads up to kFlaggedMaxBytes that fit; and always for collect, whose members'
+//          payloads differ, so that they cannot agree on lines before reading each other's counts.
+// A call takes lines when its payload fits one and the team has at least 16 sets of them, else a
+// box when the payload fits one: every member decides alike (coll/common.hpp). The flag's word
+// never holds payload, which could pass for a call's number. A staged algorithm uses the whole area,
+// but only on teams that are not direct, which never take mailboxes.
 //
-// Lagged acknowledgements. Every member sends every member a flag in every call (an empty payload
-// where it has nothing to send), after it has finished its previous call: member j's flag of call
-// a in this PE's mailboxes says that j has read its mailboxes of every call before a. Call c reuses
-// the set of call c - kMailboxSets, so before writing j's mailbox in call c a member must know that
-// j has flagged c - kMailboxSets + 1. It checks once every kAckEvery = kMailboxSets / 2 calls: in
-// call c, a multiple of kAckEvery, it waits until every member has flagged c - kAckEvery + 1,
-// which covers calls c .. c + kAckEvery - 1 (at once true after an all-to-all call, which waited
-// for every flag of call c - 1). A member that receives from one member only (broadcast) waits for
-// that one: the root never waits for the others' flags of its call and runs up to
-// kMailboxSets - 1 calls ahead, as OpenSHMEM's broadcast may. A flag in a set only grows (a,
-// a + kMailboxSets, ...), hence the check's "at least"; and a member writes a + kMailboxSets
-// there only after this PE has flagged a + 1, so a wait for a call's own flag never misses it.
+// Lagged acknowledgements, per kind (what follows holds for each kind's own calls and sets; the
+// other kind's calls come in between). Every member sends every member a flag in every call (an
+// empty payload where it has nothing to send), after it has finished its previous call: member j's
+// flag of call a in this PE's mailboxes says that j has read its mailboxes of every call before a.
+// Call c reuses the set of call c - sets, so before writing j's mailbox in call c a member must know
+// that j has flagged c - sets + 1. It checks once every sets / 2 calls (`ack_every`): in call c, a
+// multiple of ack_every, it waits until every member has flagged c - ack_every + 1, which covers
+// calls c .. c + ack_every - 1 (at once true after an all-to-all call, which waited for every flag
+// of call c - 1). A member that receives from one member only (broadcast) waits for that one: the
+// root never waits for the others' flags of its call and runs up to sets - 1 calls ahead, as
+// OpenSHMEM's broadcast may; on lines, far enough that members which share a core with it
+// (mpirun --oversubscribe) need to take turns with it less often. A flag in a set only grows (a,
+// a + sets, ...), hence the check's "at least"; and a member writes a + sets there only after this
+// PE has flagged a + 1, so a wait for a call's own flag never misses it.
 //
 // Run-ahead and the user's dest: after a flagged call, a member may still be copying its mailboxes
 // into its dest while another has returned. A following algorithm that stores into other members'
-// dest before meeting them (a push) meets them first (settle()); the call word's top bit says
-// that the team's last collective was flagged. The call number and the bit are a local word per
-// team (barrier.hpp's table); team creation zeroes it and the mailboxes, so that no flag is stale.
+// dest before meeting them (a push) meets them first (settle()); the box call word's top bit says
+// that the team's last collective was flagged, of either kind. The two call numbers and the bit are
+// local words per team (barrier.hpp's table); team creation zeroes them and the mailboxes, so that
+// no flag is stale.
 #pragma once
 
 #include <cstddef>
@@ -45,55 +56,95 @@ namespace mori::shmem::detail::coll {
 // The largest payload per member that goes flagged: beyond it the copies dominate and the push
 // (with its barrier) moves the data in larger stores.
 inline constexpr uint64_t kFlaggedMaxBytes = 1024;
-// Mailbox sets: a member may run kMailboxSets - 1 calls ahead of a member it does not wait for.
-inline constexpr uint64_t kMailboxSets = 16;
-inline constexpr uint64_t kAckEvery = kMailboxSets / 2;
 inline constexpr uint64_t kFlagBytes = 8;
-// The call word's top bit: the team's last collective was flagged (settle()).
+// Lines: a GPU cache line per mailbox, in a power-of-two number of sets from kMinLineSets (fewer
+// than the boxes' would gain nothing) to kMaxLineSets.
+inline constexpr uint64_t kLineBytes = 128;
+inline constexpr uint64_t kMinLineSets = 16;
+inline constexpr uint64_t kMaxLineSets = 128;
+// Boxes: the staging area's second half in kBoxSets sets.
+inline constexpr uint64_t kBoxSets = 16;
+// The box call word's top bit: the team's last collective was flagged, of either kind (settle()).
 inline constexpr uint64_t kFlaggedLast = uint64_t{1} << 63;
 
+// The two kinds of mailbox; kNone: the call does not go flagged.
+enum class Mail { kNone, kLines, kBoxes };
+
+// Sets of lines on a team of `members` with a staging area of `scratch` bytes: as many as fit its
+// first half, rounded down to a power of two, at most kMaxLineSets; 0 when fewer than kMinLineSets
+// fit (the team then has boxes only).
+constexpr uint64_t line_sets(uint64_t scratch, int members) {
+  const uint64_t fit = scratch / 2 / kLineBytes / static_cast<uint64_t>(members);
+  if (fit < kMinLineSets) return 0;
+  uint64_t sets = kMaxLineSets;
+  while (sets > fit) sets /= 2;
+  return sets;
+}
+// Bytes per box: the second half split into the sets, a box per member in each, in whole words.
+constexpr uint64_t box_bytes(uint64_t scratch, int members) {
+  return scratch / 2 / kBoxSets / static_cast<uint64_t>(members) / 8 * 8;
+}
+
 struct Mailboxes {
-  uint8_t* half;  // this PE's mailboxes: set s, member i's at half + (s * members + i) * slot
+  uint8_t*
+      base;  // this PE's mailboxes of the kind: set s, member i's at base + (s * members + i) * slot
   uint64_t slot;  // bytes per mailbox: the flag, then the payload
-  uint64_t call;  // this call's number, 1 for the team's first flagged call
+  uint64_t sets;  // a power of two
+  uint64_t call;  // this call's number among the kind's calls, 1 for the team's first
   MORI_DEVICE uint8_t* box(int members, uint64_t of_call, int i) const {
-    return half + ((of_call % kMailboxSets) * members + i) * slot;
+    return base + ((of_call & (sets - 1)) * members + i) * slot;
   }
+  // Every how many calls a sender checks that the sets it is about to reuse have been read.
+  MORI_DEVICE uint64_t ack_every() const { return sets / 2; }
 };
 
-// Bytes per mailbox on this team: the second half of the staging area split into the sets, a
-// mailbox per member in each, in whole words.
-MORI_DEVICE uint64_t mailbox_bytes(const TeamView& v) {
-  return team_scratch_bytes() / 2 / kMailboxSets / v.size() / 8 * 8;
+// Whether `bytes` of payload per member, after `header` bytes of the algorithm's own, fit a box.
+MORI_DEVICE bool fits_box(const TeamView& v, uint64_t bytes, uint64_t header = 0) {
+  return v.direct && bytes <= kFlaggedMaxBytes &&
+         kFlagBytes + header + bytes <= box_bytes(team_scratch_bytes(), v.size());
 }
 
-// Whether `bytes` of payload per member (after `header` bytes of the algorithm's own) fit a mailbox
-// and go flagged: the same answer on every member.
-MORI_DEVICE bool flagged(const TeamView& v, uint64_t bytes, uint64_t header = 0) {
-  return v.direct && bytes <= kFlaggedMaxBytes && kFlagBytes + header + bytes <= mailbox_bytes(v);
+// The mailbox that `bytes` of payload per member, the same on every member, go in: the same
+// answer on every member.
+MORI_DEVICE Mail mail_for(const TeamView& v, uint64_t bytes) {
+  if (v.direct && kFlagBytes + bytes <= kLineBytes &&
+      line_sets(team_scratch_bytes(), v.size()) != 0)
+    return Mail::kLines;
+  return fits_box(v, bytes) ? Mail::kBoxes : Mail::kNone;
 }
 
-MORI_DEVICE uint64_t* call_word(const TeamView& v) {
-  return internal_word(v.group.arrivals_word + state::kTeamCollCallWord);
+// The kind's call number (local; for boxes, with the kFlaggedLast bit).
+MORI_DEVICE uint64_t* call_word(const TeamView& v, Mail kind) {
+  return internal_word(v.group.arrivals_word + (kind == Mail::kLines ? state::kTeamCollLineCallWord
+                                                                     : state::kTeamCollCallWord));
 }
 
-// Takes this call's number. Every participant reads the word; the leader writes the next number
-// after the scope has read it (the scope meets again before the call ends).
+// Takes this call's number among the kind's and marks the team's last collective as flagged.
+// Every participant reads the word; the leader writes the next number after the scope has read it
+// (the scope meets again before the call ends).
 template <Scope S>
-MORI_DEVICE Mailboxes open_mailboxes(const TeamView& v) {
-  uint64_t* word = call_word(v);
+MORI_DEVICE Mailboxes open_mailboxes(const TeamView& v, Mail kind) {
+  uint64_t* word = call_word(v, kind);
+  uint64_t* last = call_word(v, Mail::kBoxes);
   const uint64_t call = (*word & ~kFlaggedLast) + 1;
   S::sync();
-  if (S::leader()) *word = call | kFlaggedLast;
-  return {team_scratch(v) + team_scratch_bytes() / 2, mailbox_bytes(v), call};
+  if (S::leader()) {
+    *word = call;
+    *last |= kFlaggedLast;
+  }
+  const uint64_t scratch = team_scratch_bytes();
+  if (kind == Mail::kLines)
+    return {team_scratch(v), kLineBytes, line_sets(scratch, v.size()), call};
+  return {team_scratch(v) + scratch / 2, box_bytes(scratch, v.size()), kBoxSets, call};
 }
 
-// Before an algorithm that stores into other members' dest without meeting them first: meets them
-// when the team's last collective was flagged (a member may still be filling its dest from its
-// mailboxes). Every member reads the same bit: they made the same calls.
+// Before an algorithm that stores into other members' dest (or into the staging area's first half)
+// without meeting them first: meets them when the team's last collective was flagged (a member may
+// still be filling its dest from its mailboxes). Every member reads the same bit: they made the
+// same calls.
 template <Scope S>
 MORI_DEVICE void settle(const char* call, const TeamView& v) {
-  uint64_t* word = call_word(v);
+  uint64_t* word = call_word(v, Mail::kBoxes);
   if (!(*word & kFlaggedLast)) return;
   meet<S, false>(call, v);  // also orders every participant's read before the leader's write
   if (S::leader()) *word &= ~kFlaggedLast;
@@ -130,14 +181,15 @@ MORI_DEVICE uint8_t* outbox(const TeamView& v, const Mailboxes& m, int i) {
 }
 
 // Sends every member (as the team numbers it) its payload: fill(i, to) stores, in scope S, what
-// member i gets at `to`, its mailbox's payload. First, every kAckEvery calls, waits until every
-// member has read the sets the next kAckEvery calls reuse; the flags go after every payload.
+// member i gets at `to`, its mailbox's payload. First, every ack_every() calls, waits until every
+// member has read the sets the next ack_every calls reuse; the flags go after every payload.
 template <Scope S, typename Fill>
 MORI_DEVICE void send_all(const char* call, const TeamView& v, const Mailboxes& m, Fill&& fill) {
   using platform::MemOrder;
   using platform::MemScope;
-  if (S::leader() && m.call % kAckEvery == 0 && m.call > kAckEvery) {
-    const uint64_t acked = m.call - (kAckEvery - 1);
+  const uint64_t every = m.ack_every();
+  if (S::leader() && (m.call & (every - 1)) == 0 && m.call > every) {
+    const uint64_t acked = m.call - (every - 1);
     for (int i = 0; i < v.size(); ++i)
       wait_flag<true>(call, v, reinterpret_cast<const uint64_t*>(m.box(v.size(), acked, i)), i,
                       acked);

@@ -59,8 +59,9 @@ MORI_DEVICE void broadcast(const char* call, Team team, T* dest, const T* source
   const TeamView v = team_view(call, team);
   check_member(call, "root", root, v);
   const uint64_t bytes = byte_count(call, dest, nelems, sizeof(T), state::this_pe());
-  if (flagged(v, bytes)) {  // the root sends, the others send an empty flag and wait for its
-    const Mailboxes m = open_mailboxes<S>(v);
+  if (const Mail kind = mail_for(v, bytes); kind != Mail::kNone) {
+    // The root sends, the others send an empty flag and wait for its.
+    const Mailboxes m = open_mailboxes<S>(v, kind);
     const bool is_root = v.me() == root;
     send_all<S>(call, v, m, [&](int i, uint8_t* to) {
       if (is_root && i != root) copy<S>(to, source, bytes);
@@ -88,10 +89,10 @@ MORI_DEVICE void broadcast(const char* call, Team team, T* dest, const T* source
 // Flagged fcollect and alltoall: member i gets block(i) of this PE's source, and this PE's dest
 // gets member i's block for it at dest + i * nelems.
 template <Scope S, typename T, typename Block>
-MORI_DEVICE void exchange_flagged(const char* call, const TeamView& v, T* dest, size_t nelems,
-                                  Block&& block) {
+MORI_DEVICE void exchange_flagged(const char* call, const TeamView& v, Mail kind, T* dest,
+                                  size_t nelems, Block&& block) {
   const uint64_t bytes = nelems * sizeof(T);
-  const Mailboxes m = open_mailboxes<S>(v);
+  const Mailboxes m = open_mailboxes<S>(v, kind);
   send_all<S>(call, v, m, [&](int i, uint8_t* to) { copy<S>(to, block(i), bytes); });
   wait_all<S>(call, v, m);
   for (int i = 0; i < v.size(); ++i) copy<S>(dest + i * nelems, mailbox<T>(v, m, i), bytes);
@@ -102,8 +103,9 @@ MORI_DEVICE void exchange_flagged(const char* call, const TeamView& v, T* dest, 
 template <Scope S, typename T>
 MORI_DEVICE void fcollect(const char* call, Team team, T* dest, const T* source, size_t nelems) {
   const TeamView v = team_view(call, team);
-  if (flagged(v, byte_count(call, source, nelems, sizeof(T), state::this_pe())))
-    return exchange_flagged<S>(call, v, dest, nelems, [&](int) { return source; });
+  const Mail kind = mail_for(v, byte_count(call, source, nelems, sizeof(T), state::this_pe()));
+  if (kind != Mail::kNone)
+    return exchange_flagged<S>(call, v, kind, dest, nelems, [&](int) { return source; });
   push_all<S>(call, v, [&](int j) { push<S>(call, v, j, dest + v.me() * nelems, source, nelems); });
 }
 
@@ -119,9 +121,9 @@ MORI_DEVICE void collect(const char* call, Team team, T* dest, const T* source, 
   constexpr uint64_t kCount = sizeof(uint64_t);  // the count before a mailbox's block
   const uint64_t bytes = byte_count(call, source, nelems, sizeof(T), state::this_pe());
   uint64_t offset = 0;
-  if (v.direct && kFlagBytes + kCount <= mailbox_bytes(v)) {
-    auto fits = [&](uint64_t count) { return flagged(v, count * sizeof(T), kCount); };
-    const Mailboxes m = open_mailboxes<S>(v);
+  if (fits_box(v, 0, kCount)) {
+    auto fits = [&](uint64_t count) { return fits_box(v, count * sizeof(T), kCount); };
+    const Mailboxes m = open_mailboxes<S>(v, Mail::kBoxes);
     send_all<S>(call, v, m, [&](int, uint8_t* to) {
       if (S::leader()) *reinterpret_cast<uint64_t*>(to) = nelems;
       if (fits(nelems)) copy<S>(to + kCount, source, bytes);
@@ -143,6 +145,7 @@ MORI_DEVICE void collect(const char* call, Team team, T* dest, const T* source, 
     }
   } else {
     check_staging(call, v, sizeof(uint64_t) * v.size());
+    settle<S>(call, v);  // the counts share the first half with the lines (coll/flags.hpp)
     uint64_t* counts = reinterpret_cast<uint64_t*>(team_scratch(v));
     if (S::leader())
       for (int i = 0; i < v.size(); ++i) p(counts + v.me(), uint64_t{nelems}, v.pe(v.rotated(i)));
@@ -159,8 +162,10 @@ MORI_DEVICE void collect(const char* call, Team team, T* dest, const T* source, 
 template <Scope S, typename T>
 MORI_DEVICE void alltoall(const char* call, Team team, T* dest, const T* source, size_t nelems) {
   const TeamView v = team_view(call, team);
-  if (flagged(v, byte_count(call, source, nelems, sizeof(T), state::this_pe())))
-    return exchange_flagged<S>(call, v, dest, nelems, [&](int j) { return source + j * nelems; });
+  const Mail kind = mail_for(v, byte_count(call, source, nelems, sizeof(T), state::this_pe()));
+  if (kind != Mail::kNone)
+    return exchange_flagged<S>(call, v, kind, dest, nelems,
+                               [&](int j) { return source + j * nelems; });
   push_all<S>(call, v, [&](int j) {
     push<S>(call, v, j, dest + v.me() * nelems, source + j * nelems, nelems);
   });

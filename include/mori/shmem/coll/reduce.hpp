@@ -228,9 +228,9 @@ MORI_DEVICE void combine_staged(const char* call, const C& c, const TeamView& v,
 // Flagged: contribution(j) (this PE's address) is what member j gets; `n` elements from every
 // member are combined into `out`. `out` may be a contribution: each is sent before out is written.
 template <Scope S, typename C, typename T, typename Contribution>
-MORI_DEVICE void combine_flagged(const char* call, const C& c, const TeamView& v, T* out, size_t n,
-                                 Contribution&& contribution) {
-  const Mailboxes m = open_mailboxes<S>(v);
+MORI_DEVICE void combine_flagged(const char* call, const C& c, const TeamView& v, Mail kind, T* out,
+                                 size_t n, Contribution&& contribution) {
+  const Mailboxes m = open_mailboxes<S>(v, kind);
   send_all<S>(call, v, m, [&](int j, uint8_t* to) { copy<S>(to, contribution(j), n * sizeof(T)); });
   wait_all<S>(call, v, m);
   combine_chunks<S>(
@@ -242,8 +242,9 @@ template <Scope S, typename C, typename T>
 MORI_DEVICE void reduce(const char* call, const C& c, Team team, T* dest, const T* source,
                         size_t nreduce) {
   const TeamView v = team_view(call, team);
-  if (flagged(v, byte_count(call, dest, nreduce, sizeof(T), state::this_pe())))
-    return combine_flagged<S>(call, c, v, dest, nreduce, [&](int) { return source; });
+  const Mail kind = mail_for(v, byte_count(call, dest, nreduce, sizeof(T), state::this_pe()));
+  if (kind != Mail::kNone)
+    return combine_flagged<S>(call, c, v, kind, dest, nreduce, [&](int) { return source; });
   if (!v.direct) {
     combine_staged<S>(call, c, v, dest, nreduce, [&](int) { return source; });
     return;
@@ -269,7 +270,8 @@ MORI_DEVICE void reducescatter(const char* call, const C& c, Team team, T* dest,
   const TeamView v = team_view(call, team);
   byte_count(call, source, nreduce * v.size(), sizeof(T), state::this_pe());
   auto block = [&](int member) { return const_cast<T*>(source) + member * nreduce; };
-  if (flagged(v, nreduce * sizeof(T))) return combine_flagged<S>(call, c, v, dest, nreduce, block);
+  if (const Mail kind = mail_for(v, nreduce * sizeof(T)); kind != Mail::kNone)
+    return combine_flagged<S>(call, c, v, kind, dest, nreduce, block);
   if (!v.direct) {
     combine_staged<S>(call, c, v, dest, nreduce, block);
     return;
