@@ -98,10 +98,12 @@ struct ByCode {
 // kInto d[k] = c(d[k], b[k]) (a unused); b overlaps neither d nor a. In tiles of a fixed count, on
 // restrict pointers: GCC's -O2 vectorizes a loop only when it needs no runtime alias check and no
 // remainder of unknown count (measured: a plain loop ran one element per instruction; tiles
-// through local arrays kept the arrays on the stack, a load and a store more per vector).
+// through local arrays kept the arrays on the stack, a load and a store more per vector). In AVX2
+// where the CPU has it (MORI_HOST_WIDE_VECTORS).
 template <bool kInto, typename C, typename T>
-MORI_DEVICE void combine_span(const C& c, T* __restrict d, const T* __restrict a,
-                              const T* __restrict b, size_t n) {
+MORI_HOST_WIDE_VECTORS MORI_DEVICE void combine_span(const C& c, T* __restrict d,
+                                                     const T* __restrict a, const T* __restrict b,
+                                                     size_t n) {
   constexpr size_t kTile = 64 / sizeof(T);
   auto at = [&](size_t k) { return c(kInto ? d[k] : a[k], b[k]); };
   size_t k = 0;
