@@ -67,8 +67,7 @@ inline constexpr size_t kTeamScratchMin = size_t{4} << 10;
 inline constexpr size_t kTeamScratchMax = size_t{64} << 20;
 
 // The most MORI_SHMEM_MAX_TEAMS accepts: each team index takes five words of the runtime's 128 KiB
-// internal area from word state::kTeamSyncFirstWord on (runtime.hpp checks that they fit):
-// (16384 - 64) / 5.
+// internal area from word state::kTeamSyncFirstWord on: (16384 - 64) / 5 (runtime.hpp checks it).
 inline constexpr int kMaxTeamsLimit = 3264;
 
 // Reads every variable above from the environment; unset or empty ones keep their defaults. In

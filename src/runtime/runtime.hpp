@@ -111,9 +111,9 @@ inline constexpr size_t kInternalBytes = 128 << 10;
 // then the collectives' staging (init.cpp); user allocations follow.
 inline constexpr size_t kDefaultReservedBytes =
     kInternalBytes + env::kDefaultMaxTeams * env::kDefaultTeamScratch;
-static_assert((state::kTeamSyncFirstWord + state::kTeamSyncWordsPerTeam * env::kMaxTeamsLimit) *
-                      sizeof(uint64_t) <=
-                  kInternalBytes,
-              "the sync words of MORI_SHMEM_MAX_TEAMS teams must fit the internal area");
+static_assert(
+    env::kMaxTeamsLimit == (kInternalBytes / sizeof(uint64_t) - state::kTeamSyncFirstWord) /
+                               state::kTeamSyncWordsPerTeam,
+    "MORI_SHMEM_MAX_TEAMS's limit: as many teams as the internal area has sync words for");
 
 }  // namespace mori::runtime

@@ -84,10 +84,13 @@ constexpr uint64_t line_sets(uint64_t scratch, int members) {
 constexpr uint64_t box_bytes(uint64_t scratch, int members) {
   return scratch / 2 / kBoxSets / static_cast<uint64_t>(members) / 8 * 8;
 }
+// A team with lines has boxes that hold a count and its flag (collect's), so collect's staged
+// fallback, whose counts lie in the first half, never runs on a team whose first half holds lines.
+static_assert(kMinLineSets * kLineBytes / kBoxSets >= kFlagBytes + sizeof(uint64_t));
 
+// This PE's mailboxes of one kind: member i's of set s at base + (s * members + i) * slot.
 struct Mailboxes {
-  uint8_t*
-      base;  // this PE's mailboxes of the kind: set s, member i's at base + (s * members + i) * slot
+  uint8_t* base;
   uint64_t slot;  // bytes per mailbox: the flag, then the payload
   uint64_t sets;  // a power of two
   uint64_t call;  // this call's number among the kind's calls, 1 for the team's first
@@ -138,10 +141,9 @@ MORI_DEVICE Mailboxes open_mailboxes(const TeamView& v, Mail kind) {
   return {team_scratch(v) + scratch / 2, box_bytes(scratch, v.size()), kBoxSets, call};
 }
 
-// Before an algorithm that stores into other members' dest (or into the staging area's first half)
-// without meeting them first: meets them when the team's last collective was flagged (a member may
-// still be filling its dest from its mailboxes). Every member reads the same bit: they made the
-// same calls.
+// Before an algorithm that stores into other members' dest without meeting them first: meets them
+// when the team's last collective was flagged (a member may still be filling its dest from its
+// mailboxes). Every member reads the same bit: they made the same calls.
 template <Scope S>
 MORI_DEVICE void settle(const char* call, const TeamView& v) {
   uint64_t* word = call_word(v, Mail::kBoxes);

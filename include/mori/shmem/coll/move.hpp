@@ -145,7 +145,6 @@ MORI_DEVICE void collect(const char* call, Team team, T* dest, const T* source, 
     }
   } else {
     check_staging(call, v, sizeof(uint64_t) * v.size());
-    settle<S>(call, v);  // the counts share the first half with the lines (coll/flags.hpp)
     uint64_t* counts = reinterpret_cast<uint64_t*>(team_scratch(v));
     if (S::leader())
       for (int i = 0; i < v.size(); ++i) p(counts + v.me(), uint64_t{nelems}, v.pe(v.rotated(i)));
