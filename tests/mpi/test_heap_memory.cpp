@@ -345,3 +345,26 @@ TEST_CASE("heap memory: when one PE fails, the others fail too and name it") {
                  : "heap: rank(s) 0 failed to exchange heap segments with its same-node peers"));
   CHECK(memory == nullptr);
 }
+
+TEST_CASE("heap memory: a PE that fails with others says which others failed too") {
+  auto boot = make_boot();
+  const int me = boot->rank(), n = boot->size();
+  std::unique_ptr<HeapMemory> memory;
+  HeapConfig config = config_for(Mode::Static, *boot);
+
+  // Ranks 0 and 1 are given a bad argument: each gives its own reason, then names the other when
+  // some PE did not fail, so that a PE whose failure only echoes another's (it waited on a peer
+  // that gave up) still leads to the PE that failed first. The rest name both. On 2 PEs every PE
+  // fails, and each says only its own reason.
+  std::vector<bool> same_node(me <= 1 ? 1 : n, true);
+  Status s = mori::heap::make_heap_memory(config, *boot, same_node, &memory);
+  const std::string own = "heap: same_node has 1 entries for " + std::to_string(n) + " PEs";
+  if (me <= 1 && n == 2)
+    CHECK(s.message() == own);
+  else if (me <= 1)
+    CHECK(s.message() ==
+          own + " (rank(s) " + std::to_string(1 - me) + " failed to set up its heap memory too)");
+  else
+    CHECK(s.message() == "heap: rank(s) 0, 1 failed to set up its heap memory");
+  CHECK(memory == nullptr);
+}

@@ -341,15 +341,26 @@ Status HostHeapMemory::accept_peers(const Hello& hello, Deadline deadline,
 
 // Collective: every PE learns whether every other succeeded, so that all of them fail together
 // (naming the culprits) instead of the healthy ones waiting on a peer that has given up.
+//
+// A PE's own failure may only echo another's: when rank 1 dies during an exchange, rank 0 fails
+// to reach it and leaves, and rank 2 then times out waiting for rank 0. So a failed PE adds what
+// the agreement says of the others: the bootstrap's error (which names a PE that died), or the
+// other PEs that failed too when some did not (when all did, each says its own reason).
 Status HostHeapMemory::agree(Status local, const char* what) {
   const int32_t failed = local.ok() ? 0 : 1;
   std::vector<int32_t> all(n_pes_);
   Status s = boot_.allgather(&failed, all.data(), sizeof failed);
-  if (!local.ok()) return local;
-  MORI_TRY(s);
   std::vector<int> culprits;
-  for (int pe = 0; pe < n_pes_; ++pe)
-    if (all[pe]) culprits.push_back(pe);
+  if (s.ok())
+    for (int pe = 0; pe < n_pes_; ++pe)
+      if (all[pe] && (local.ok() || pe != rank_)) culprits.push_back(pe);
+  if (!local.ok()) {
+    if (!s.ok()) return Status::error(local.message() + " (then " + s.message() + ")");
+    if (culprits.empty() || culprits.size() + 1 == static_cast<size_t>(n_pes_)) return local;
+    return Status::error(local.message() + " (rank(s) " + rank_list(culprits) + " failed to " +
+                         what + " too)");
+  }
+  MORI_TRY(s);
   if (culprits.empty()) return {};
   return Status::error("heap: rank(s) " + rank_list(culprits) + " failed to " + what);
 }
