@@ -350,19 +350,15 @@ Status HostHeapMemory::agree(Status local, const char* what) {
   const int32_t failed = local.ok() ? 0 : 1;
   std::vector<int32_t> all(n_pes_);
   Status s = boot_.allgather(&failed, all.data(), sizeof failed);
-  std::vector<int> culprits;
-  if (s.ok())
-    for (int pe = 0; pe < n_pes_; ++pe)
-      if (all[pe] && (local.ok() || pe != rank_)) culprits.push_back(pe);
-  if (!local.ok()) {
-    if (!s.ok()) return Status::error(local.message() + " (then " + s.message() + ")");
-    if (culprits.empty() || culprits.size() + 1 == static_cast<size_t>(n_pes_)) return local;
-    return Status::error(local.message() + " (rank(s) " + rank_list(culprits) + " failed to " +
-                         what + " too)");
-  }
+  if (!local.ok() && !s.ok()) return Status::error(local.message() + " (then " + s.message() + ")");
   MORI_TRY(s);
-  if (culprits.empty()) return {};
-  return Status::error("heap: rank(s) " + rank_list(culprits) + " failed to " + what);
+  std::vector<int> culprits;  // the other PEs that failed
+  for (int pe = 0; pe < n_pes_; ++pe)
+    if (all[pe] && pe != rank_) culprits.push_back(pe);
+  const std::string named = "rank(s) " + rank_list(culprits) + " failed to " + what;
+  if (local.ok()) return culprits.empty() ? Status{} : Status::error("heap: " + named);
+  if (culprits.empty() || culprits.size() + 1 == static_cast<size_t>(n_pes_)) return local;
+  return Status::error(local.message() + " (" + named + " too)");
 }
 
 std::string HostHeapMemory::waited(const std::string& what, const Status& s) const {
