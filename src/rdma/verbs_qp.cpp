@@ -88,19 +88,38 @@ Status VerbsNetwork::create_queues() {
   return {};
 }
 
-// MLX5 and Ionic: a CQ and a QP that the library allocates.
+// The operations the engine posts: RDMA write (puts, inline puts, signals), read (gets) and both
+// atomics. Telling rdma-core so keeps each WQE at what they need: without
+// IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, providers/mlx5/verbs.c (sq_overhead) assumes an RC QP may also
+// bind memory windows and sizes every WQE for a UMR (192 bytes before the data), which makes the
+// SQ of 256 WQEs 1024 WQEBBs, twice the CQ ring (reviews/2026-12-01-bringup.md, B1). With this
+// set the overhead is 48 bytes, a WQE with 28 inline bytes 128, and the SQ 512 WQEBBs.
+constexpr uint64_t kSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+                              IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                              IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+
+// MLX5 and Ionic: a CQ and a QP that the library allocates. The CQ must hold one CQE per WQEBB
+// the SQ has (every WQE is signalled, transport/rdma_engine.hpp, and the engine counts its flow
+// control in WQEBBs); export_mlx5 checks that against what rdma-core built.
 Status VerbsNetwork::create_verbs_queue(Queue* queue, const std::string& what) {
-  // Every WQE is signalled (transport/rdma_engine.hpp), so a ring CQ needs sq_wqes entries.
   queue->cq = ibv_create_cq(context_, static_cast<int>(config_.sq_wqes), nullptr, nullptr, 0);
   if (!queue->cq) return verbs_error("ibv_create_cq" + what, errno);
-  ibv_qp_init_attr init{};
+  ibv_qp_init_attr_ex init{};
   init.send_cq = queue->cq;
   init.recv_cq = queue->cq;
   init.qp_type = IBV_QPT_RC;
   init.sq_sig_all = 0;
   init.cap = send_caps(family_, config_.sq_wqes);
-  queue->qp = ibv_create_qp(pd_, &init);
-  if (!queue->qp) return verbs_error("ibv_create_qp" + what, errno);
+  init.pd = pd_;
+  init.comp_mask = IBV_QP_INIT_ATTR_PD;
+  // AMD's ionic provider (not in rdma-core 44) is driven as ROCm/mori drives it, with plain
+  // ibv_create_qp; its entry size follows from max_inline_data (send_caps).
+  if (family_ == Family::kMlx5) {
+    init.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    init.send_ops_flags = kSendOps;
+  }
+  queue->qp = ibv_create_qp_ex(context_, &init);
+  if (!queue->qp) return verbs_error("ibv_create_qp_ex" + what, errno);
   return {};
 }
 

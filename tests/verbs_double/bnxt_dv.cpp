@@ -215,7 +215,7 @@ ibv_qp* bnxt_re_dv_create_qp(ibv_pd* ibpd, bnxt_re_dv_qp_init_attr* a) {
   const std::string call = "bnxt_re_dv_create_qp";
   Pd* p = find(f.pds, ibpd);
   if (!p) return refuse_null(f, EINVAL, call + ": not a PD of the fabric");
-  if (!bnxt_context(f, &p->context->ctx, call)) return nullptr;
+  if (!bnxt_context(f, &p->context->vctx.context, call)) return nullptr;
   if (a->qp_type != IBV_QPT_RC) return refuse_null(f, EOPNOTSUPP, call + ": RC QPs only");
   if (a->srq) return refuse_null(f, EOPNOTSUPP, call + ": the double has no SRQs");
   Cq* send = find(f.cqs, a->send_cq);
@@ -275,7 +275,7 @@ int bnxt_re_dv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask, uint32_t, ui
   std::lock_guard<std::mutex> lock(f.mutex);
   Qp* q = find(f.qps, ibqp);
   if (!q) return refuse(f, EINVAL, "bnxt_re_dv_modify_qp: not a QP of the fabric");
-  if (!bnxt_context(f, &q->context->ctx, "bnxt_re_dv_modify_qp")) return EOPNOTSUPP;
+  if (!bnxt_context(f, &q->context->vctx.context, "bnxt_re_dv_modify_qp")) return EOPNOTSUPP;
   return modify_qp_locked(f, *q, *attr, mask, "bnxt_re_dv_modify_qp");
 }
 
@@ -289,7 +289,7 @@ int bnxt_re_dv_init_obj(bnxt_re_dv_obj* obj, uint64_t type) {
   (void)kObjQp;
   Cq* c = find(f.cqs, obj->cq.in);
   if (!c) return refuse(f, EINVAL, "bnxt_re_dv_init_obj: not a CQ of the fabric");
-  if (!bnxt_context(f, &c->context->ctx, "bnxt_re_dv_init_obj")) return EOPNOTSUPP;
+  if (!bnxt_context(f, &c->context->vctx.context, "bnxt_re_dv_init_obj")) return EOPNOTSUPP;
   obj->cq.out->cqn = c->cqn;
   obj->cq.out->cqe_size = kCqeBytes;
   obj->cq.out->comp_mask = 0;

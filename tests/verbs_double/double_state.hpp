@@ -57,7 +57,9 @@ struct Device {
 };
 
 struct Context {
-  ibv_context ctx{};
+  // A verbs_context, so that verbs.h's inline ibv_create_qp_ex finds its create_qp_ex op; every
+  // other op stays null, and the inline wrappers of those fall back to the exported functions.
+  verbs_context vctx{};
   Device* device = nullptr;
   uint64_t uar[64] = {};  // the UAR page: every QP's BlueFlame register points into it
   PageBuffer dbpage;      // Ionic: the doorbell page; the doorbells start at spec.dbell_offset
@@ -115,6 +117,7 @@ struct Qp {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   uint32_t wqe_cnt = 0;     // MLX5: WQEBBs of 64 bytes
+  uint64_t send_ops = 0;    // ibv_qp_create_send_ops_flags it was made for (rdma-core's default if none)
   std::vector<uint8_t> sq;  // MLX5: wqe_cnt * 64 bytes
   uint32_t dbrec[2] = {};
   size_t record = 0;  // its entry in Fabric::history
@@ -205,6 +208,7 @@ bool served(const Fabric& f, const Qp& qp);
 // send_cq and recv_cq set) with its record; modify one under the kernel's rules; destroy one, or
 // a CQ, as the kernel allows. `call` starts each refusal's reason.
 ibv_qp* file_qp(Fabric& f, std::unique_ptr<Qp> q, void* qp_context);
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* init);  // queues.cpp
 int modify_qp_locked(Fabric& f, Qp& q, const ibv_qp_attr& attr, int mask, const std::string& call);
 int destroy_qp_locked(Fabric& f, Qp& q, const std::string& call);
 int destroy_cq_locked(Fabric& f, Cq& c, const std::string& call);

@@ -3,8 +3,8 @@
 // including the ones verbs.h's inline wrappers call: ibv_query_port behind ___ibv_query_port,
 // _ibv_query_gid_ex and _ibv_query_gid_table behind ibv_query_gid_ex and ibv_query_gid_table,
 // ibv_reg_mr behind __ibv_reg_mr, ibv_reg_mr_iova2 behind ibv_reg_mr_iova with run-time access
-// flags, ibv_reg_dmabuf_mr). Contexts leave abi_compat null, so that verbs.h's inline wrappers call
-// these exported functions instead of a provider's ops table.
+// flags, ibv_reg_dmabuf_mr). Contexts are verbs_contexts whose only op is create_qp_ex
+// (queues.cpp), so that verbs.h's other inline wrappers call these exported functions.
 #include <fcntl.h>
 
 #include <cerrno>
@@ -63,13 +63,17 @@ ibv_context* ibv_open_device(ibv_device* device) {
   if (!d) return refuse_null(f, ENODEV, "open_device: not a device of the fabric");
   auto c = std::make_unique<Context>();
   c->device = d;
-  c->ctx.device = device;
-  c->ctx.cmd_fd = -1;
-  c->ctx.async_fd = -1;
-  c->ctx.num_comp_vectors = 1;
-  c->ctx.abi_compat = nullptr;
+  ibv_context& ctx = c->vctx.context;
+  ctx.device = device;
+  ctx.cmd_fd = -1;
+  ctx.async_fd = -1;
+  ctx.num_comp_vectors = 1;
+  ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  c->vctx.sz = sizeof(verbs_context);
+  c->vctx.create_qp_ex = create_qp_ex;
   if (c->ionic()) ionic_open_context(*c);
-  return keep(f.contexts, std::move(c), &Context::ctx);
+  f.contexts[&ctx] = std::move(c);
+  return &ctx;
 }
 
 // Children still alive are left counted (Live), so that a test sees the leak; the kernel would

@@ -1,13 +1,14 @@
 // The verbs double's CQs and RC QPs: creation, ibv_modify_qp against the kernel's rules
 // (qp_rules.cpp for the state table; the value checks below), and destruction in the order the
 // kernel insists on. The rings are those of the device's rdma-core provider, so that the direct
-// verbs report what hardware would. Ionic devices: ionic.cpp. Others, after rdma-core's mlx5
+// verbs report what hardware would. Ionic devices: ionic.cpp. Others, after rdma-core 44's mlx5
 // provider: a CQ asked for `cqe` entries is a ring of roundup_pow_of_two(cqe + 1)
 // (providers/mlx5/cq.c, mlx5_create_cq: align_queue_size(cqe + 1)), and the send queue holds
-// max_send_wr WQEs of the size that max_inline_data and max_send_sge imply, in 64-byte WQEBBs
-// (providers/mlx5/verbs.c, calc_send_wqe; modelled for RC: a 16-byte control segment, a 16-byte
-// remote-address and a 16-byte atomic segment, then the inline data with its 4-byte header or
-// the gather list, rounded up to a WQEBB).
+// max_send_wr WQEs of the size mlx5_calc_send_wqe gives (providers/mlx5/verbs.c), in 64-byte
+// WQEBBs, rounded up to a power of two (mlx5_calc_sq_size). The per-WQE overhead depends on the
+// send operations the QP may post (sq_overhead): a plain ibv_create_qp RC QP gets rdma-core's
+// default set, which includes bind-MW and local-invalidate, so every WQE is sized for a UMR.
+// tests/emulated_kernel checks the same numbers against the real libmlx5.
 #include <infiniband/mlx5dv.h>
 
 #include <algorithm>
@@ -28,12 +29,48 @@ uint32_t roundup_pow2(uint64_t v) {
   return p;
 }
 
-uint32_t sq_wqebbs(const ibv_qp_cap& cap) {
-  const uint32_t overhead = 16 + 16 + 16;
-  const uint32_t inl = overhead + (4 + cap.max_inline_data + 15) / 16 * 16;
-  const uint32_t gather = overhead + 16 * cap.max_send_sge;
+// The send operations rdma-core 44 assumes for an RC QP made without
+// IBV_QP_INIT_ATTR_SEND_OPS_FLAGS (providers/mlx5/verbs.c, sq_overhead).
+constexpr uint64_t kDefaultRcSendOps =
+    IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_SEND_WITH_IMM |
+    IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+    IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
+
+// The largest WQE the provider accepts: the kernel's max_sq_desc_sz in the alloc_ucontext response
+// (drivers/infiniband/hw/mlx5/main.c, mlx5_ib_alloc_ucontext: MLX5_CAP_GEN(max_wqe_sz_sq), 512 on
+// ConnectX-5 to -7); mlx5_calc_send_wqe refuses a larger one.
+constexpr uint32_t kMaxSqDescSz = 512;
+
+// Bytes of a WQE's segments before its data, for an RC QP that may post `ops`
+// (providers/mlx5/verbs.c, _sq_overhead; segment sizes from mlx5dv.h).
+uint32_t sq_overhead(uint64_t ops) {
+  uint32_t size = sizeof(mlx5_wqe_ctrl_seg);
+  if (ops & (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+             IBV_QP_EX_WITH_RDMA_READ))
+    size = std::max<uint32_t>(size, sizeof(mlx5_wqe_ctrl_seg) + sizeof(mlx5_wqe_raddr_seg));
+  if (ops & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))
+    size = std::max<uint32_t>(size, sizeof(mlx5_wqe_ctrl_seg) + sizeof(mlx5_wqe_raddr_seg) +
+                                        sizeof(mlx5_wqe_atomic_seg));
+  if (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV))
+    size = std::max<uint32_t>(size, sizeof(mlx5_wqe_ctrl_seg) + sizeof(mlx5_wqe_umr_ctrl_seg) +
+                                        sizeof(mlx5_wqe_mkey_context_seg) +
+                                        std::max<uint32_t>(sizeof(mlx5_wqe_umr_klm_seg), 64));
+  return size;
+}
+
+// The SQ's WQEBBs (mlx5_calc_send_wqe, then mlx5_calc_sq_size), or 0 when the provider refuses
+// the WQE size (EINVAL).
+uint32_t sq_wqebbs(const ibv_qp_cap& cap, uint64_t ops) {
+  const uint32_t overhead = sq_overhead(ops);
+  const uint32_t inl = cap.max_inline_data
+                           ? overhead + (sizeof(mlx5_wqe_inl_data_seg) + cap.max_inline_data + 15) /
+                                            16 * 16
+                           : 0;
+  const uint32_t gather = overhead + sizeof(mlx5_wqe_data_seg) * cap.max_send_sge;
   const uint32_t wqe = (std::max(inl, gather) + 63) / 64 * 64;
-  return roundup_pow2(uint64_t{std::max(cap.max_send_wr, 1u)} * wqe / 64);
+  if (std::max(inl, gather) > kMaxSqDescSz) return 0;
+  return roundup_pow2(uint64_t{std::max(cap.max_send_wr, 1u)} * wqe) / 64;
 }
 
 // The checks on attribute values that the kernel core and the drivers make once the mask is
@@ -103,7 +140,7 @@ ibv_qp* file_qp(Fabric& f, std::unique_ptr<Qp> q, void* qp_context) {
   Pd* p = q->pd;
   Cq* send = q->send_cq;
   Cq* recv = q->recv_cq;
-  q->qp.context = &p->context->ctx;
+  q->qp.context = &p->context->vctx.context;
   q->qp.qp_context = qp_context;
   q->qp.pd = &p->pd;
   q->qp.send_cq = &send->cq;
@@ -119,6 +156,8 @@ ibv_qp* file_qp(Fabric& f, std::unique_ptr<Qp> q, void* qp_context) {
   r.device = p->context->device->spec.name;
   r.qpn = q->qp.qp_num;
   r.cq_entries = send->entries;
+  r.sq_wqebbs = q->wqe_cnt;
+  r.send_ops = q->send_ops;
   if (p->context->ionic()) {
     r.cq_entries = send->rings[q->udma_idx].depth();
     r.udma_idx = q->udma_idx;
@@ -165,6 +204,60 @@ int destroy_cq_locked(Fabric& f, Cq& c, const std::string& call) {
   if (c.umem) --c.umem->users;
   f.cqs.erase(&c.cq);
   return 0;
+}
+
+// The verbs context's create_qp_ex op (verbs.h's inline ibv_create_qp_ex calls it), and the body
+// of ibv_create_qp, which rdma-core also routes through it (libibverbs verbs.c, ibv_create_qp ->
+// the provider's create_qp -> mlx5's create_qp with the default send-op set).
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* init) {
+  Fabric& f = fabric();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  // providers/mlx5/verbs.c, create_qp: comp_mask beyond MLX5_CREATE_QP_SUP_COMP_MASK is refused;
+  // the double models the PD and the send-op set of it.
+  if (init->comp_mask & ~uint32_t{IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS})
+    return refuse_null(f, EOPNOTSUPP, "create_qp: the double models comp_mask PD and SEND_OPS_FLAGS only");
+  Pd* p = find(f.pds, init->pd);
+  if (!p || &p->context->vctx.context != context)
+    return refuse_null(f, EINVAL, "create_qp: not a PD of the fabric's context");
+  if (init->qp_type != IBV_QPT_RC)
+    return refuse_null(f, EOPNOTSUPP, "create_qp: the double models RC QPs only");
+  if (init->srq) return refuse_null(f, EOPNOTSUPP, "create_qp: the double has no SRQs");
+  Cq* send = find(f.cqs, init->send_cq);
+  Cq* recv = find(f.cqs, init->recv_cq);
+  if (!send || !recv) return refuse_null(f, EINVAL, "create_qp: a CQ that is not of the fabric");
+  // The kernel looks the CQ up among the objects of the PD's context: one of another fails.
+  if (send->context != p->context || recv->context != p->context)
+    return refuse_null(f, EINVAL, "create_qp: the CQ belongs to another context than the PD");
+  const DeviceSpec& s = p->context->device->spec;
+  ibv_qp_cap& cap = init->cap;
+  if (cap.max_send_wr > static_cast<uint32_t>(s.max_qp_wr) ||
+      cap.max_recv_wr > static_cast<uint32_t>(s.max_qp_wr) || cap.max_send_sge > 30 ||
+      cap.max_recv_sge > 30)
+    return refuse_null(f, EINVAL,
+                       "create_qp: capabilities beyond the device's max_qp_wr or max_sge");
+  const bool explicit_ops = init->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  const uint64_t ops = explicit_ops ? init->send_ops_flags : kDefaultRcSendOps;
+  // providers/mlx5/qp.c, mlx5_qp_fill_wr_pfns: RC takes MLX5_SUPPORTED_SEND_OPS_FLAGS_RC only.
+  if (ops & ~kDefaultRcSendOps)
+    return refuse_null(f, EOPNOTSUPP, "create_qp: send_ops_flags beyond what an RC QP supports");
+  auto q = std::make_unique<Qp>();
+  q->context = p->context;
+  q->pd = p;
+  q->send_cq = send;
+  q->recv_cq = recv;
+  if (p->context->ionic()) {
+    if (explicit_ops)  // AMD's ionic provider is driven with plain ibv_create_qp (verbs_qp.cpp)
+      return refuse_null(f, EOPNOTSUPP, "create_qp: the double's Ionic QPs take no send_ops_flags");
+    if (std::string why = ionic_create_qp(*q, cap, f.next_qpn); !why.empty())
+      return refuse_null(f, EINVAL, "create_qp: " + why);
+  } else {
+    q->wqe_cnt = sq_wqebbs(cap, ops);
+    if (!q->wqe_cnt)
+      return refuse_null(f, EINVAL, "create_qp: a WQE beyond the device's max_sq_desc_sz");
+    q->sq.assign(size_t{q->wqe_cnt} * 64, 0);
+  }
+  q->send_ops = explicit_ops || !p->context->ionic() ? ops : 0;
+  return file_qp(f, std::move(q), init->qp_context);
 }
 
 }  // namespace verbs_double::internal
@@ -219,39 +312,13 @@ int ibv_destroy_cq(ibv_cq* cq) {
 }
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
-  Fabric& f = fabric();
-  std::lock_guard<std::mutex> lock(f.mutex);
-  Pd* p = find(f.pds, pd);
-  if (!p) return refuse_null(f, EINVAL, "create_qp: not a PD of the fabric");
-  if (init->qp_type != IBV_QPT_RC)
-    return refuse_null(f, EOPNOTSUPP, "create_qp: the double models RC QPs only");
-  if (init->srq) return refuse_null(f, EOPNOTSUPP, "create_qp: the double has no SRQs");
-  Cq* send = find(f.cqs, init->send_cq);
-  Cq* recv = find(f.cqs, init->recv_cq);
-  if (!send || !recv) return refuse_null(f, EINVAL, "create_qp: a CQ that is not of the fabric");
-  // The kernel looks the CQ up among the objects of the PD's context: one of another fails.
-  if (send->context != p->context || recv->context != p->context)
-    return refuse_null(f, EINVAL, "create_qp: the CQ belongs to another context than the PD");
-  const DeviceSpec& s = p->context->device->spec;
-  const ibv_qp_cap& cap = init->cap;
-  if (cap.max_send_wr > static_cast<uint32_t>(s.max_qp_wr) ||
-      cap.max_recv_wr > static_cast<uint32_t>(s.max_qp_wr) || cap.max_send_sge > 30 ||
-      cap.max_recv_sge > 30)
-    return refuse_null(f, EINVAL,
-                       "create_qp: capabilities beyond the device's max_qp_wr or max_sge");
-  auto q = std::make_unique<Qp>();
-  q->context = p->context;
-  q->pd = p;
-  q->send_cq = send;
-  q->recv_cq = recv;
-  if (p->context->ionic()) {
-    if (std::string why = ionic_create_qp(*q, cap, f.next_qpn); !why.empty())
-      return refuse_null(f, EINVAL, "create_qp: " + why);
-  } else {
-    q->wqe_cnt = sq_wqebbs(cap);
-    q->sq.assign(size_t{q->wqe_cnt} * 64, 0);
-  }
-  return file_qp(f, std::move(q), init->qp_context);
+  ibv_qp_init_attr_ex ex{};
+  std::memcpy(&ex, init, sizeof(*init));  // ibv_qp_init_attr is the head of the _ex struct
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ex.pd = pd;
+  ibv_qp* qp = create_qp_ex(pd ? pd->context : nullptr, &ex);
+  if (qp) init->cap = ex.cap;
+  return qp;
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {

@@ -5,6 +5,7 @@
 // doorbell record), and that the teardown leaves no object alive.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,13 @@ void open_and_check(int qps_per_pe) {
       CHECK(ep.cq_entries == 512);
       CHECK(mine[q].cq_entries == 512);
       CHECK(ep.cq_entries >= ep.sq_wqes);
+      // rdma-core's SQ for 256 WQEs of 128 bytes (48 bytes of segments before 28 inline bytes,
+      // for the send ops the runtime names): 512 WQEBBs (providers/mlx5/verbs.c).
+      CHECK(ep.sq_wqes == 512);
+      CHECK(mine[q].sq_wqebbs == 512);
+      CHECK(mine[q].send_ops == (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+                                 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD));
       CHECK(ep.cq_dbr != nullptr);
       CHECK(ep.sq != nullptr);
       CHECK(ep.dbr != nullptr);
@@ -88,3 +96,48 @@ TEST_CASE("open: 2 PEs x 1 QP connect through the double, export, register and t
 TEST_CASE("open: 2 PEs x 2 QPs connect through the double, export, register and tear down") {
   open_and_check(2);
 }
+
+// B1 (reviews/2026-12-01-bringup.md): the QP the runtime asked for, made with plain ibv_create_qp,
+// gets rdma-core's default send-op set, whose bind-MW and local-invalidate make each WQE a UMR's
+// 256 bytes and the SQ 1024 WQEBBs, while ibv_create_cq(256) is a ring of 512: export_mlx5 would
+// refuse it. With the send ops named, the same caps give 512 WQEBBs.
+TEST_CASE("open: rdma-core sizes a plain RC QP for bind-MW, so the runtime names its send ops") {
+  vd::reset({vd::roce_mlx5("mlx5_0", 1)});
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  REQUIRE(n == 1);
+  ibv_context* ctx = ibv_open_device(list[0]);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ibv_cq* cq = ibv_create_cq(ctx, 256, nullptr, nullptr, 0);
+  REQUIRE(cq);
+  ibv_qp_init_attr plain{};
+  plain.send_cq = plain.recv_cq = cq;
+  plain.qp_type = IBV_QPT_RC;
+  plain.cap.max_send_wr = 256;
+  plain.cap.max_send_sge = 1;
+  plain.cap.max_recv_sge = 1;
+  plain.cap.max_inline_data = 28;
+  ibv_qp* a = ibv_create_qp(pd, &plain);
+  REQUIRE(a);
+  ibv_qp_init_attr_ex named{};
+  std::memcpy(&named, &plain, sizeof(plain));
+  named.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  named.pd = pd;
+  named.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+                         IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+  ibv_qp* b = ibv_create_qp_ex(ctx, &named);
+  REQUIRE(b);
+  const std::vector<vd::QpRecord> r = vd::records_of("mlx5_0");
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].cq_entries == 512);
+  CHECK(r[0].sq_wqebbs == 1024);
+  CHECK(r[1].sq_wqebbs == 512);
+  CHECK(ibv_destroy_qp(a) == 0);
+  CHECK(ibv_destroy_qp(b) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+  CHECK(ibv_close_device(ctx) == 0);
+  ibv_free_device_list(list);
+  vd::check_nothing_alive();
+}
+

@@ -117,6 +117,10 @@ struct QpRecord {
   std::string device;
   uint32_t qpn = 0;
   uint32_t cq_entries = 0;  // the ring its CQ was made with (Ionic: the ring of its pipeline)
+  // MLX5: the SQ's 64-byte WQEBBs, and the send-op set they were sized for (the create call's
+  // send_ops_flags, or rdma-core's default for a plain ibv_create_qp).
+  uint32_t sq_wqebbs = 0;
+  uint64_t send_ops = 0;
   // Ionic: the pipeline the QP was put on, and whether its SQ went to the controller memory bar
   // (the PD's preference at creation: ionic_dv_pd_set_sqcmb).
   int udma_idx = -1;
