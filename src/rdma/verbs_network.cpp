@@ -18,6 +18,15 @@ namespace {
 constexpr int kMrAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
+// MORI_RDMA_RELAXED_ORDERING=1 adds IBV_ACCESS_RELAXED_ORDERING to the heap's and the registered
+// buffers' MRs: the NIC's PCIe writes into them may then pass each other, for bandwidth on
+// peer-to-peer paths (ROCm/mori's MaybeAddRelaxedOrderingFlag). It is off by default because a
+// put followed by its signal (put_signal, a put then an atomic flag) relies on the data landing
+// first; with relaxed ordering the signal can become visible before the data (ibv_reg_mr(3);
+// DeepEP turns NVSHMEM_IB_ENABLE_RELAXED_ORDERING off for this reason). libibverbs drops the
+// flag where the device or kernel lacks it (IBV_ACCESS_OPTIONAL_RANGE).
+int mr_access(bool relaxed) { return kMrAccess | (relaxed ? IBV_ACCESS_RELAXED_ORDERING : 0); }
+
 Status errno_error(const std::string& call, int err) {
   return Status::error("rdma: " + call + " failed: " + std::strerror(err ? err : EIO));
 }
@@ -79,7 +88,7 @@ Status VerbsNetwork::register_heap() {
   Registration reg;
   local = register_memory(
       pd_, config_.heap_base, config_.heap_bytes, reinterpret_cast<uint64_t>(config_.heap_base),
-      kMrAccess, "the symmetric heap", config_.export_dmabuf, verbs_registration_calls(), &reg);
+      mr_access(config_.relaxed_ordering), "the symmetric heap", config_.export_dmabuf, verbs_registration_calls(), &reg);
   heap_mr_ = reg.mr;
   heap_dmabuf_ = reg.dmabuf;
   MORI_TRY(agree(local, "registering the symmetric heap"));
@@ -153,7 +162,8 @@ Status VerbsNetwork::register_region(void* base, size_t bytes, uint32_t* lkey,
     local = Status::error("rdma: a region is already registered at this base");
   } else {
     Registration reg;
-    local = register_memory(pd_, base, bytes, reinterpret_cast<uint64_t>(base), kMrAccess,
+    local = register_memory(pd_, base, bytes, reinterpret_cast<uint64_t>(base),
+                            mr_access(config_.relaxed_ordering),
                             "a registered buffer", config_.export_dmabuf,
                             verbs_registration_calls(), &reg);
     mr = reg.mr;

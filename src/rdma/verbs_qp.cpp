@@ -168,11 +168,13 @@ Status VerbsNetwork::connect_queues() {
     attr.min_rnr_timer = kMinRnrTimer;
     attr.ah_attr.port_num = static_cast<uint8_t>(port_);
     attr.ah_attr.dlid = peer.lid;
+    attr.ah_attr.sl = config_.service_level;
     if (ethernet_) {  // RoCE routes by GID: a GRH on every packet
       attr.ah_attr.is_global = 1;
       std::memcpy(attr.ah_attr.grh.dgid.raw, peer.gid, sizeof(peer.gid));
       attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index_);
       attr.ah_attr.grh.hop_limit = 255;
+      attr.ah_attr.grh.traffic_class = config_.traffic_class;
     }
     if (int rc = modify_qp(queues_[i].qp, &attr,
                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |

@@ -122,6 +122,12 @@ Status parse_uint(const char* variable, const std::string& text, uint64_t max, u
   return {};
 }
 
+Status parse_bool(const char* variable, const std::string& text, bool* out) {
+  if (text != "0" && text != "1") return Status::error(quoted(variable, text) + " is not 0 or 1");
+  *out = text == "1";
+  return {};
+}
+
 // Starts from the defaults of Settings and writes *out only when every variable parsed, so a bad
 // variable leaves the caller's settings as they were.
 //
@@ -172,11 +178,8 @@ Status load(Settings* out) {
     MORI_TRY(parse_uint("MORI_SHMEM_TIMEOUT_MS", text, std::numeric_limits<uint64_t>::max(),
                         &s.timeout_ms));
   }
-  if (read("MORI_SHMEM_CHECK_SYMMETRY", &text)) {
-    if (text != "0" && text != "1")
-      return Status::error(quoted("MORI_SHMEM_CHECK_SYMMETRY", text) + " is not 0 or 1");
-    s.check_symmetry = text == "1";
-  }
+  if (read("MORI_SHMEM_CHECK_SYMMETRY", &text))
+    MORI_TRY(parse_bool("MORI_SHMEM_CHECK_SYMMETRY", text, &s.check_symmetry));
   if (read("MORI_RDMA_DEVICES", &text)) s.rdma_devices = text;
   if (read("MORI_DEVICE_NIC", &text)) {
     if (text == "mlx5") {
@@ -200,6 +203,16 @@ Status load(Settings* out) {
     MORI_TRY(parse_uint("MORI_IB_GID_INDEX", text, 255, &value));
     s.ib_gid_index = static_cast<int>(value);
   }
+  if (read("MORI_RDMA_TC", &text)) {
+    MORI_TRY(parse_uint("MORI_RDMA_TC", text, 255, &value));
+    s.rdma_traffic_class = static_cast<int>(value);
+  }
+  if (read("MORI_RDMA_SL", &text)) {
+    MORI_TRY(parse_uint("MORI_RDMA_SL", text, 15, &value));
+    s.rdma_service_level = static_cast<int>(value);
+  }
+  if (read("MORI_RDMA_RELAXED_ORDERING", &text))
+    MORI_TRY(parse_bool("MORI_RDMA_RELAXED_ORDERING", text, &s.rdma_relaxed_ordering));
   if (read("MORI_RDMA_SQ_WQES", &text)) {
     MORI_TRY(parse_at_least("MORI_RDMA_SQ_WQES", text, 16, 65536, &value));
     if (value & (value - 1))

@@ -54,6 +54,14 @@ struct Settings {
   int pes_per_node = 0;         // MORI_SHMEM_PES_PER_NODE: testing only, see runtime/node.hpp
   int ib_gid_index = -1;        // MORI_IB_GID_INDEX 0..255; -1: a RoCE v2 entry, 0 on InfiniBand
   uint32_t rdma_sq_wqes = 256;  // MORI_RDMA_SQ_WQES: SQ entries per QP, a power of two 16..65536
+  // MORI_RDMA_TC 0..255 and MORI_RDMA_SL 0..15 (ROCm/mori's names): the GRH traffic class (on
+  // RoCE v2 the IP header's DSCP << 2 | ECN) and the service level (on RoCE, the VLAN priority)
+  // of every QP's address vector, so that traffic rides the fabric's lossless class.
+  int rdma_traffic_class = 0;
+  int rdma_service_level = 0;
+  // MORI_RDMA_RELAXED_ORDERING=0|1: relaxed-ordering MRs (rdma/verbs_network.cpp says what it
+  // costs put_signal's ordering); off by default.
+  bool rdma_relaxed_ordering = false;
   int max_teams = kDefaultMaxTeams;  // MORI_SHMEM_MAX_TEAMS: live teams per PE, predefined included
   // MORI_SHMEM_TEAM_SCRATCH_SIZE: symmetric staging per team index for the device collectives
   // (mori/shmem/coll/flags.hpp's mailboxes, coll/reduce.hpp's staged rounds), a multiple of

@@ -28,6 +28,9 @@ constexpr const char* kVariables[] = {
     "MORI_DEVICE_NIC",
     "MORI_RDMA_SQ_WQES",
     "MORI_IB_GID_INDEX",
+    "MORI_RDMA_TC",
+    "MORI_RDMA_SL",
+    "MORI_RDMA_RELAXED_ORDERING",
     "MORI_SHMEM_PES_PER_NODE",
     "MORI_BNXT_DV_LIB",
     "MORI_IONIC_DV_LIB",
@@ -194,6 +197,9 @@ TEST_CASE("env: the RDMA variables") {
   ScopedEnv scope({{"MORI_DEVICE_NIC", "ionic"},
                    {"MORI_RDMA_SQ_WQES", "64"},
                    {"MORI_IB_GID_INDEX", "0"},
+                   {"MORI_RDMA_TC", "104"},
+                   {"MORI_RDMA_SL", "3"},
+                   {"MORI_RDMA_RELAXED_ORDERING", "1"},
                    {"MORI_SHMEM_PES_PER_NODE", "8"},
                    {"MORI_BNXT_DV_LIB", "/opt/broadcom/lib/libbnxt_re.so"},
                    {"MORI_IONIC_DV_LIB", "libionic.so.1"}});
@@ -201,6 +207,9 @@ TEST_CASE("env: the RDMA variables") {
   CHECK(s.device_nic == mori::state::Nic::kIonic);
   CHECK(s.rdma_sq_wqes == 64);
   CHECK(s.ib_gid_index == 0);
+  CHECK(s.rdma_traffic_class == 104);
+  CHECK(s.rdma_service_level == 3);
+  CHECK(s.rdma_relaxed_ordering);
   CHECK(s.pes_per_node == 8);
   CHECK(s.bnxt_dv_lib == "/opt/broadcom/lib/libbnxt_re.so");
   CHECK(s.ionic_dv_lib == "libionic.so.1");
@@ -279,6 +288,9 @@ TEST_CASE("env: load refuses bad values, quoting the variable and its value") {
        "MORI_RDMA_SQ_WQES=\"131072\" is too large: the most accepted is 65536"},
       {{"MORI_IB_GID_INDEX", "256"},
        "MORI_IB_GID_INDEX=\"256\" is too large: the most accepted is 255"},
+      {{"MORI_RDMA_TC", "256"}, "MORI_RDMA_TC=\"256\" is too large: the most accepted is 255"},
+      {{"MORI_RDMA_SL", "16"}, "MORI_RDMA_SL=\"16\" is too large: the most accepted is 15"},
+      {{"MORI_RDMA_RELAXED_ORDERING", "on"}, "MORI_RDMA_RELAXED_ORDERING=\"on\" is not 0 or 1"},
       {{"MORI_SHMEM_PES_PER_NODE", "0"},
        "MORI_SHMEM_PES_PER_NODE=\"0\" is too small: the least accepted is 1"},
   };
@@ -306,6 +318,8 @@ TEST_CASE("env: each limit is accepted exactly and refused one past it") {
     if (variable == "MORI_SHMEM_TIMEOUT_MS") return s.timeout_ms;
     if (variable == "MORI_SHMEM_PES_PER_NODE") return static_cast<uint64_t>(s.pes_per_node);
     if (variable == "MORI_IB_GID_INDEX") return static_cast<uint64_t>(s.ib_gid_index);
+    if (variable == "MORI_RDMA_TC") return static_cast<uint64_t>(s.rdma_traffic_class);
+    if (variable == "MORI_RDMA_SL") return static_cast<uint64_t>(s.rdma_service_level);
     if (variable == "MORI_RDMA_SQ_WQES") return s.rdma_sq_wqes;
     if (variable == "MORI_SHMEM_MAX_TEAMS") return static_cast<uint64_t>(s.max_teams);
     if (variable == "MORI_SHMEM_TEAM_SCRATCH_SIZE") return s.team_scratch;
@@ -328,6 +342,8 @@ TEST_CASE("env: each limit is accepted exactly and refused one past it") {
       {"MORI_SHMEM_PES_PER_NODE", "1048576", 1048576},
       {"MORI_IB_GID_INDEX", "0", 0},
       {"MORI_IB_GID_INDEX", "255", 255},
+      {"MORI_RDMA_TC", "255", 255},
+      {"MORI_RDMA_SL", "15", 15},
       {"MORI_RDMA_SQ_WQES", "16", 16},
       {"MORI_RDMA_SQ_WQES", "65536", 65536},
       {"MORI_SHMEM_MAX_TEAMS", "3", 3},

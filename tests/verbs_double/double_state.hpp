@@ -148,6 +148,7 @@ struct Fabric {
   uint32_t next_qpn = 0x100, next_cqn = 0x40, next_key = 0x1000, next_handle = 1;
   std::vector<std::string> refusals;
   std::vector<QpRecord> history;
+  std::vector<int> mr_accesses;  // every successful registration's access flags, in order
   // Set while software NICs carry the fabric's traffic (nic_backing.cpp): called, under the
   // lock, after every registration and deregistration, so that the NICs see the new MRs; and
   // served QPs may not be destroyed.

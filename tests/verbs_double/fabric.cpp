@@ -253,6 +253,7 @@ ibv_mr* register_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int ac
   mr->pd = p;
   mr->iova = iova;
   mr->access = access;
+  f.mr_accesses.push_back(access);
   mr->mr.context = pd->context;
   mr->mr.pd = pd;
   mr->mr.addr = addr;

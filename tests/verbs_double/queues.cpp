@@ -120,6 +120,8 @@ void apply(Qp& q, QpRecord& r, const ibv_qp_attr& a, int mask, ibv_qp_state cur,
   if (mask & IBV_QP_PORT) r.port = a.port_num;
   if (mask & IBV_QP_AV) {
     r.is_global = a.ah_attr.is_global;
+    r.sl = a.ah_attr.sl;
+    r.traffic_class = a.ah_attr.is_global ? a.ah_attr.grh.traffic_class : 0;
     std::memcpy(r.dgid, a.ah_attr.grh.dgid.raw, sizeof(r.dgid));
     r.sgid_index = a.ah_attr.is_global ? a.ah_attr.grh.sgid_index : -1;
   }

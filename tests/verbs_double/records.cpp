@@ -111,6 +111,7 @@ void reset(std::vector<DeviceSpec> devices) {
   f.devices.clear();
   f.refusals.clear();
   f.history.clear();
+  f.mr_accesses.clear();
   f.next_qpn = 0x100;
   f.next_cqn = 0x40;
   f.next_key = 0x1000;
@@ -154,6 +155,12 @@ std::vector<std::string> refusals() {
   internal::Fabric& f = internal::fabric();
   std::lock_guard<std::mutex> lock(f.mutex);
   return f.refusals;
+}
+
+std::vector<int> mr_access_history() {
+  internal::Fabric& f = internal::fabric();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  return f.mr_accesses;
 }
 
 std::vector<QpRecord> qp_history() {

@@ -141,3 +141,31 @@ TEST_CASE("open: rdma-core sizes a plain RC QP for bind-MW, so the runtime names
   vd::check_nothing_alive();
 }
 
+// B9: MORI_RDMA_TC and MORI_RDMA_SL reach every QP's address vector at RTR, and relaxed ordering
+// is on the heap's and the buffers' MRs only when asked for (never on the ibufs, which the engine
+// reads after their completion).
+TEST_CASE("open: the traffic class, service level and relaxed ordering the settings name") {
+  for (const bool relaxed : {false, true}) {
+    CAPTURE(relaxed);
+    vd::reset({vd::roce_mlx5("mlx5_0", 1), vd::roce_mlx5("mlx5_1", 2)});
+    vd::TwoPes how;
+    how.traffic_class = 104;  // DSCP 26
+    how.service_level = 3;
+    how.relaxed_ordering = relaxed;
+    const std::vector<vd::PeOutcome> outcome = vd::open_two_pes(how);
+    for (const vd::PeOutcome& o : outcome) vd::check_opened(o);
+    const std::vector<vd::QpRecord> all = vd::qp_history();
+    REQUIRE(all.size() == 2);
+    for (const vd::QpRecord& r : all) {
+      CHECK(r.traffic_class == 104);
+      CHECK(r.sl == 3);
+    }
+    int relaxed_mrs = 0, remote_mrs = 0;
+    for (const int access : vd::mr_access_history()) {
+      if (access & IBV_ACCESS_REMOTE_WRITE) ++remote_mrs;
+      if (access & IBV_ACCESS_RELAXED_ORDERING) ++relaxed_mrs;
+    }
+    CHECK(remote_mrs == 4);  // each PE's heap and its registered buffer
+    CHECK(relaxed_mrs == (relaxed ? 4 : 0));
+  }
+}

@@ -30,6 +30,9 @@ std::vector<PeOutcome> open_two_pes(const TwoPes& how) {
       c.local_rank = rank;  // no GPU address: device local_rank % 2, so PE r gets device r
       c.num_qp_per_pe = how.qps_per_pe;
       c.sq_wqes = how.sq_wqes;
+      c.traffic_class = how.traffic_class;
+      c.service_level = how.service_level;
+      c.relaxed_ordering = how.relaxed_ordering;
       c.ibuf_slots = 16;
       c.needs_rdma = {rank != 0, rank != 1};
       c.heap_base = heaps[rank].data();

@@ -30,6 +30,8 @@ struct TwoPes {
   std::string dv_library;    // VerbsConfig::dv_library
   int qps_per_pe = 1;
   uint32_t sq_wqes = 256;
+  uint8_t traffic_class = 0, service_level = 0;  // VerbsConfig's MORI_RDMA_TC, MORI_RDMA_SL
+  bool relaxed_ordering = false;                 // VerbsConfig's MORI_RDMA_RELAXED_ORDERING
   // Called on each PE's thread while its network is open, after the export.
   std::function<void(int rank, mori::rdma::VerbsNetwork& net, PeOutcome& out)> while_open;
 };

@@ -134,10 +134,13 @@ struct QpRecord {
   int path_mtu = 0;  // ibv_mtu
   int max_rd_atomic = 0, max_dest_rd_atomic = 0;
   bool is_global = false;
+  uint8_t traffic_class = 0, sl = 0;  // ah_attr.grh.traffic_class (with a GRH) and ah_attr.sl
   uint8_t dgid[16] = {};
   int sgid_index = -1;
 };
 std::vector<QpRecord> qp_history();
+// The access flags of every successful memory registration since reset(), in order.
+std::vector<int> mr_access_history();
 
 // Checks that the QPs that reached RTS are connected in pairs: each one's dest_qp_num names a QP
 // of the fabric whose dest_qp_num names it back, its rq_psn is that QP's sq_psn, its dgid is
