@@ -146,8 +146,12 @@ TEST_CASE("emulated_kernel: VerbsNetwork opens, exports and tears down on rdma-c
     REQUIRE_MESSAGE(pe.status.ok(), pe.status.message());
     REQUIRE(pe.eps.size() == 2);
     const mori::state::RdmaEndpoint& ep = pe.eps[1 - me];
-    // rdma-core's sizes: 64-byte WQEs for the four operations, 256 of them; its CQ for 256 + 1.
-    CHECK(ep.sq_wqes == 256);
+    // rdma-core's sizes (providers/mlx5/verbs.c): with the four operations the overhead is
+    // ctrl + raddr + atomic = 48 bytes (sq_overhead), the inline segment for 28 bytes makes it
+    // 48 + align(4 + 28, 16) = 80, a 128-byte WQE (mlx5_calc_send_wqe), so 256 WQEs take
+    // roundup_pow2(256 * 128) / 64 = 512 WQEBBs (mlx5_calc_sq_size); the CQ is
+    // align_queue_size(256 + 1) = 512 (mlx5_create_cq). Not the 256 the review's fix expects.
+    CHECK(ep.sq_wqes == 512);
     CHECK(ep.cq_entries == 512);
     CHECK(ep.qpn >= 0x100);
     CHECK(ep.sq != nullptr);
