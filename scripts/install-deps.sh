@@ -11,7 +11,7 @@ packages=(
   # HIP host runtime and rocPRIM (hip backend compile checks)
   libamdhip64-dev rocm-device-libs librocprim-dev
   # RDMA verbs and MLX5 direct access
-  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
   # bootstrap, launching, and the OpenSHMEM peer in benchmarks
   libopenmpi-dev openmpi-bin
   # tests, options, JSON
