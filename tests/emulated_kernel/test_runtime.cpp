@@ -7,9 +7,8 @@
 // scripts/with-emulated-nic.sh.
 //
 // B1 (reviews/2026-12-01-bringup.md): rdma-core sizes a plain ibv_create_qp RC QP's WQEs for a
-// UMR, so export_mlx5 refuses every QP ("CQ has 512 entries for 1024 WQEBBs"). Both cases are
-// therefore expected to fail today (doctest::should_fail, and ctest requires B1's text in the
-// output); the fix in src/rdma/verbs_qp.cpp flips them: remove both markers then.
+// UMR, so export_mlx5 refused every QP ("CQ has 512 entries for 1024 WQEBBs"); both cases
+// failed with that text until src/rdma/verbs_qp.cpp named the QP's send operations.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -136,9 +135,7 @@ std::vector<Pe> run(bool traffic) {
 
 }  // namespace
 
-// B1; the fix in src/rdma/verbs_qp.cpp flips this (remove should_fail and the ctest regex).
-TEST_CASE("emulated_kernel: VerbsNetwork opens, exports and tears down on rdma-core's mlx5" *
-          doctest::should_fail()) {
+TEST_CASE("emulated_kernel: VerbsNetwork opens, exports and tears down on rdma-core's mlx5") {
   const std::vector<Pe> pes = run(false);
   for (int me = 0; me < kPes; ++me) {
     CAPTURE(me);
@@ -150,7 +147,7 @@ TEST_CASE("emulated_kernel: VerbsNetwork opens, exports and tears down on rdma-c
     // ctrl + raddr + atomic = 48 bytes (sq_overhead), the inline segment for 28 bytes makes it
     // 48 + align(4 + 28, 16) = 80, a 128-byte WQE (mlx5_calc_send_wqe), so 256 WQEs take
     // roundup_pow2(256 * 128) / 64 = 512 WQEBBs (mlx5_calc_sq_size); the CQ is
-    // align_queue_size(256 + 1) = 512 (mlx5_create_cq). Not the 256 the review's fix expects.
+    // align_queue_size(256 + 1) = 512 (mlx5_create_cq).
     CHECK(ep.sq_wqes == 512);
     CHECK(ep.cq_entries == 512);
     CHECK(ep.qpn >= 0x100);
@@ -162,9 +159,7 @@ TEST_CASE("emulated_kernel: VerbsNetwork opens, exports and tears down on rdma-c
   CHECK(pes[0].eps[1].qpn != pes[1].eps[0].qpn);
 }
 
-// B1; the fix in src/rdma/verbs_qp.cpp flips this (remove should_fail and the ctest regex).
-TEST_CASE("emulated_kernel: writes, reads and fetch-adds between 2 PEs through rdma-core's rings" *
-          doctest::should_fail()) {
+TEST_CASE("emulated_kernel: writes, reads and fetch-adds between 2 PEs through rdma-core's rings") {
   mori::test::DeviceStateGuard state(20'000'000'000);
   const std::vector<Pe> pes = run(true);
   for (int me = 0; me < kPes; ++me) {
