@@ -146,8 +146,13 @@ Status VerbsNetwork::open_device(bool* none) {
   const RdAtomicDepths depths = rd_atomic_depths(dev.max_qp_rd_atom, dev.max_qp_init_rd_atom);
   max_rd_atomic_ = depths.initiator;
   max_dest_rd_atomic_ = depths.responder;
-  if (!(dev.atomic_cap == IBV_ATOMIC_HCA || dev.atomic_cap == IBV_ATOMIC_GLOB))
-    return Status::error("rdma: " + device_name_ + " has no RDMA atomics");
+  // A device without atomics still serves puts and gets: Linux bnxt_re reports atomics only when
+  // the function's PCIe DevCtl2 AtomicOp requester bit is set (qplib_sp.c,
+  // bnxt_qplib_is_atomic_cap), which is the platform's or firmware's choice. The runtime records
+  // it, logs it, and RDMA AMOs trap at the call (runtime/amo_route.hpp).
+  atomic_cap_ = dev.atomic_cap == IBV_ATOMIC_GLOB  ? runtime::AtomicCap::kGlob
+                : dev.atomic_cap == IBV_ATOMIC_HCA ? runtime::AtomicCap::kHca
+                                                   : runtime::AtomicCap::kNone;
   const std::string where = device_name_ + " port " + std::to_string(port_);
   if (port_ > dev.phys_port_cnt)
     return Status::error("rdma: " + where + " does not exist (the device has " +

@@ -40,6 +40,7 @@
 #include "mori/status.hpp"
 #include "rdma/memory_registration.hpp"
 #include "rdma/vendor_dv.hpp"
+#include "runtime/rdma_network.hpp"
 
 struct ibv_device;
 struct ibv_context;
@@ -148,6 +149,8 @@ class VerbsNetwork {
   // [n_pes]: each PE's heap base in its own address space.
   const std::vector<uint64_t>& remote_heap_bases() const { return remote_heap_bases_; }
   const std::string& device_name() const { return device_name_; }
+  // The device's atomic_cap (ibv_query_device), which open_device records and does not refuse.
+  runtime::AtomicCap atomic_cap() const { return atomic_cap_; }
   // Whether the heap was registered through a dma-buf (else with plain ibv_reg_mr).
   bool heap_dmabuf() const { return heap_dmabuf_; }
   // Why this device (nic_affinity.hpp: NicChoice::reason).
@@ -238,6 +241,7 @@ class VerbsNetwork {
   uint8_t gid_[16] = {};
   uint16_t lid_ = 0;
   int mtu_ = 0;  // ibv_mtu of the port
+  runtime::AtomicCap atomic_cap_ = runtime::AtomicCap::kNone;
   int max_rd_atomic_ = 1;
   int max_dest_rd_atomic_ = 1;
   std::vector<Queue> queues_;  // [n_pes * num_qp_per_pe]; empty entries for PEs without RDMA

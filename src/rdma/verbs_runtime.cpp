@@ -20,6 +20,8 @@ class VerbsRdma final : public runtime::RdmaNetwork {
   }
 
   state::Nic nic() const override { return nic_; }
+  runtime::AtomicCap atomic_cap() const override { return verbs_->atomic_cap(); }
+  std::string device_name() const override { return verbs_->device_name(); }
   state::RdmaEndpoint* device_endpoints() const override {
     return static_cast<state::RdmaEndpoint*>(d_endpoints_.ptr);
   }

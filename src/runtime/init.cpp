@@ -12,6 +12,7 @@
 #include <random>
 
 #include "mori/shmem/host_api.hpp"
+#include "runtime/amo_route.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/node.hpp"
@@ -46,30 +47,65 @@ Status ensure_mpi(bool* initialized_here) {
   return {};
 }
 
-// Queue pairs to the PEs that P2P does not reach. Collective: every PE takes part when any PE
-// needs RDMA. Without RDMA devices those PEs become unreachable, said once per node, and
-// everything else keeps working.
-Status connect_rdma(Runtime& rt) {
-  std::vector<bool> needs(rt.n_pes, false);
-  uint8_t mine = 0;
-  for (int pe = 0; pe < rt.n_pes; ++pe) {
-    needs[pe] = rt.transports[pe] == static_cast<uint8_t>(state::Transport::kRdma);
-    mine |= needs[pe] ? 1 : 0;
+const char* atomic_cap_name(runtime::AtomicCap cap) {
+  switch (cap) {
+    case runtime::AtomicCap::kGlob:
+      return "IBV_ATOMIC_GLOB";
+    case runtime::AtomicCap::kHca:
+      return "IBV_ATOMIC_HCA";
+    default:
+      return "IBV_ATOMIC_NONE";
   }
-  std::vector<uint8_t> anyone(rt.n_pes);
-  MORI_TRY(rt.boot->allgather(&mine, anyone.data(), 1));
-  if (std::find(anyone.begin(), anyone.end(), 1) == anyone.end()) return {};
+}
+
+// The AMO table (runtime/amo_route.hpp) from every PE's NIC capability; one line at init where a
+// NIC has no atomics.
+Status route_amos(Runtime& rt, const std::vector<uint8_t>& reach) {
+  rt.amo_transports = rt.transports;
+  if (!rt.rdma) return {};
+  const auto mine = static_cast<uint8_t>(rt.rdma->atomic_cap());
+  std::vector<uint8_t> gathered(rt.n_pes);
+  MORI_TRY(rt.boot->allgather(&mine, gathered.data(), 1));
+  std::vector<runtime::AtomicCap> caps(rt.n_pes);
+  for (int pe = 0; pe < rt.n_pes; ++pe) caps[pe] = static_cast<runtime::AtomicCap>(gathered[pe]);
+  const runtime::AmoRoute route = runtime::route_amos(reach, caps, rt.n_pes, rt.rank);
+  rt.amo_transports = route.transports;
+  if (route.no_nic_atomics) rt.state_flags |= state::kNoNicAtomics;
+  if (caps[rt.rank] == runtime::AtomicCap::kNone)
+    std::fprintf(stderr,
+                 "mori: init: PE %d: RDMA device %s reports atomic_cap %s: AMOs over RDMA will "
+                 "trap (puts and gets work)\n",
+                 rt.rank, rt.rdma->device_name().c_str(), atomic_cap_name(caps[rt.rank]));
+  return {};
+}
+
+// Queue pairs to the PEs that P2P does not reach, and to those whose AMOs may go over RDMA
+// (route_amos). Collective: every PE takes part when any PE needs RDMA. Without RDMA devices those
+// PEs become unreachable, said once per node, and everything else keeps working.
+Status connect_rdma(Runtime& rt) {
+  const int n = rt.n_pes;
+  std::vector<uint8_t> reach(static_cast<size_t>(n) * n);  // every PE's transport table
+  MORI_TRY(rt.boot->allgather(rt.transports.data(), reach.data(), n));
+  rt.amo_transports = rt.transports;
+  const std::vector<bool> needs = runtime::rdma_queue_needs(reach, n, rt.rank);
+  bool mine = false, anyone = false;
+  for (int pe = 0; pe < n; ++pe)
+    mine |= rt.transports[pe] == static_cast<uint8_t>(state::Transport::kRdma);
+  for (uint8_t t : reach) anyone |= t == static_cast<uint8_t>(state::Transport::kRdma);
+  if (!anyone) return {};
   bool no_devices = false;
   MORI_TRY(runtime::open_rdma_network(rt, needs, &rt.rdma, &no_devices));
   if (no_devices) {
     if (rt.local_rank == 0 && mine)
       std::fprintf(stderr, "mori: init: no RDMA devices: inter-node PEs unreachable\n");
-    for (int pe = 0; pe < rt.n_pes; ++pe)
-      if (needs[pe]) rt.transports[pe] = static_cast<uint8_t>(state::Transport::kUnreachable);
+    for (int pe = 0; pe < n; ++pe)
+      if (rt.transports[pe] == static_cast<uint8_t>(state::Transport::kRdma))
+        rt.transports[pe] = static_cast<uint8_t>(state::Transport::kUnreachable);
+    rt.amo_transports = rt.transports;
     return {};
   }
   rt.rkeys = rt.rdma->heap_rkeys();
-  return {};
+  return route_amos(rt, reach);
 }
 
 // malloc_align aligns the address, base + offset, and keeps the offset the same on every PE: both

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "mori/state/gpu_states.hpp"
@@ -16,10 +17,18 @@ namespace mori::runtime {
 
 struct Runtime;
 
+// What this PE's NIC's atomics are atomic with respect to: ibv_query_device(3)'s atomic_cap, with
+// its values (IBV_ATOMIC_NONE, IBV_ATOMIC_HCA, IBV_ATOMIC_GLOB). HCA: other atomics of that NIC
+// only; GLOB: also the CPU's and the GPU's (PCIe AtomicOps); NONE: no atomics.
+enum class AtomicCap : uint8_t { kNone = 0, kHca = 1, kGlob = 2 };
+
 class RdmaNetwork {
  public:
   virtual ~RdmaNetwork() = default;
   virtual state::Nic nic() const = 0;
+  virtual AtomicCap atomic_cap() const = 0;
+  // The device's name, for the init log.
+  virtual std::string device_name() const = 0;
   // Device-visible array of n_pes * num_qp_per_pe endpoints (entry pe * num_qp_per_pe + qp),
   // zeroed for the PEs not reached over RDMA.
   virtual state::RdmaEndpoint* device_endpoints() const = 0;

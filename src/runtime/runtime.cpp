@@ -45,6 +45,9 @@ Status Runtime::publish() {
   for (size_t pe = 0; pe < n; ++pe)
     entries[pe] = state::transport_entry(static_cast<state::Transport>(transports[pe]), nic);
   MORI_TRY(d_transports.upload(entries.data(), n * sizeof(uint8_t)));
+  for (size_t pe = 0; pe < n && amo_transports.size() == n; ++pe)
+    entries[pe] = state::transport_entry(static_cast<state::Transport>(amo_transports[pe]), nic);
+  MORI_TRY(d_amo_transports.upload(entries.data(), n * sizeof(uint8_t)));
   MORI_TRY(d_peer_bases.upload(peer_bases.data(), n * sizeof(uint64_t)));
   MORI_TRY(d_remote_bases.upload(remote_bases.data(), n * sizeof(uint64_t)));
   MORI_TRY(d_rkeys.upload(rkeys.data(), n * sizeof(uint32_t)));
@@ -75,6 +78,8 @@ Status Runtime::publish() {
   s.heap_base = reinterpret_cast<uint64_t>(memory->base());
   s.heap_size = memory->size();
   s.transports = static_cast<const uint8_t*>(d_transports.ptr);
+  s.amo_transports = static_cast<const uint8_t*>(d_amo_transports.ptr);
+  s.flags = state_flags;
   s.peer_bases = static_cast<const uint64_t*>(d_peer_bases.ptr);
   s.remote_bases = static_cast<const uint64_t*>(d_remote_bases.ptr);
   s.rkeys = static_cast<const uint32_t*>(d_rkeys.ptr);

@@ -59,9 +59,12 @@ struct Runtime {
   uint64_t allocations = 0;  // symmetric allocation calls so far (numbered for symmetry checks)
 
   std::vector<uint8_t> transports;
+  // The transport of AMOs to each PE (runtime/amo_route.hpp); empty: `transports`.
+  std::vector<uint8_t> amo_transports;
+  uint32_t state_flags = 0;  // GpuStates::flags (state::GpuStatesFlag)
   std::vector<uint64_t> peer_bases, remote_bases;
   std::vector<uint32_t> rkeys;
-  DeviceArray d_transports, d_peer_bases, d_remote_bases, d_rkeys, d_regions;
+  DeviceArray d_transports, d_amo_transports, d_peer_bases, d_remote_bases, d_rkeys, d_regions;
   std::map<uint64_t, std::unique_ptr<Region>> regions;  // by base
   state::DeviceError* error = nullptr;                  // host-visible device-error record
   // This PE's context pool (state/context.hpp), host-visible: the host API and device code both

@@ -109,7 +109,7 @@ int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
   attr->max_qp_rd_atom = s.max_qp_rd_atom;
   attr->max_qp_init_rd_atom = s.max_qp_init_rd_atom;
   attr->max_res_rd_atom = s.max_qp_rd_atom << 17;
-  attr->atomic_cap = IBV_ATOMIC_HCA;
+  attr->atomic_cap = s.atomic_cap;
   attr->max_pkeys = 1;
   attr->phys_port_cnt = s.ports;
   return 0;

@@ -169,3 +169,27 @@ TEST_CASE("open: the traffic class, service level and relaxed ordering the setti
     CHECK(relaxed_mrs == (relaxed ? 4 : 0));
   }
 }
+
+// B4: a device that reports no atomics opens, connects and registers as any other, and the
+// network records the capability for the runtime (which logs it and traps RDMA AMOs).
+TEST_CASE("open: a device with atomic_cap IBV_ATOMIC_NONE opens and records it") {
+  vd::DeviceSpec none = vd::roce_mlx5("mlx5_0", 1);
+  none.atomic_cap = IBV_ATOMIC_NONE;
+  vd::DeviceSpec glob = vd::roce_mlx5("mlx5_1", 2);
+  glob.atomic_cap = IBV_ATOMIC_GLOB;
+  vd::reset({none, glob});
+  vd::TwoPes how;
+  std::vector<mori::runtime::AtomicCap> caps(2, mori::runtime::AtomicCap::kHca);
+  how.while_open = [&](int rank, mori::rdma::VerbsNetwork& net, vd::PeOutcome&) {
+    caps[rank] = net.atomic_cap();
+  };
+  const std::vector<vd::PeOutcome> outcome = vd::open_two_pes(how);
+  for (int pe = 0; pe < 2; ++pe) {
+    CAPTURE(pe);
+    CHECK_MESSAGE(outcome[pe].status.ok(), outcome[pe].status.message());
+    vd::check_opened(outcome[pe]);
+  }
+  CHECK(caps[0] == mori::runtime::AtomicCap::kNone);
+  CHECK(caps[1] == mori::runtime::AtomicCap::kGlob);
+  vd::check_nothing_alive();
+}

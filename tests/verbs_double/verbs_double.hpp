@@ -79,6 +79,9 @@ struct DeviceSpec {
   int max_qp_init_rd_atom = 8;  // initiator depth limit (max_rd_atomic)
   int max_cqe = 4194303;
   int max_qp_wr = 32768;
+  // What ibv_query_device reports: a bnxt_re function without PCIe AtomicOp requests reports
+  // IBV_ATOMIC_NONE (bringup review B4).
+  ibv_atomic_cap atomic_cap = IBV_ATOMIC_HCA;
 };
 
 // A RoCE mlx5 device with one active port, MTU 4096, whose GID table is: 0 fe80::<host> RoCE v1,

@@ -24,7 +24,8 @@
 // denormals) through set, swap and fetch.
 //
 // Ordering: every AMO is atomic with respect to every other AMO on the same location, from any PE,
-// and is otherwise relaxed at system scope. It orders nothing else: a thread that needs its earlier
+// the owner included, on every transport (the AMO table routes them so: docs/device-api.md,
+// "Atomicity across transports"), and is otherwise relaxed at system scope. It orders nothing else: a thread that needs its earlier
 // puts delivered before an AMO calls fence(pe) in between, and one that needs the AMO complete (for
 // non-fetching AMOs) calls quiet(pe). Fetching AMOs return the value the location held just before
 // the operation. This is OpenSHMEM's contract, and it lets P2P issue a single relaxed instruction.
@@ -107,12 +108,12 @@ MORI_DEVICE T amo(const char* call, atomicType op, T* dest, T value, T compare, 
     const U v = __builtin_bit_cast(U, value), c = __builtin_bit_cast(U, compare);
     if (fetch != nullptr) {
       check_aligned(call, fetch, sizeof(T), pe);
-      transport::with_transport(call, pe, [&]<typename Tr>() {
+      transport::with_amo_transport(call, pe, [&]<typename Tr>() {
         Tr::template amo_nbi<U>(call, op, t, v, c, reinterpret_cast<U*>(fetch));
       });
       return T{};
     }
-    return __builtin_bit_cast(T, transport::with_transport(call, pe, [&]<typename Tr>() {
+    return __builtin_bit_cast(T, transport::with_amo_transport(call, pe, [&]<typename Tr>() {
                                 return Tr::template amo<U>(call, op, t, v, c);
                               }));
   } else {

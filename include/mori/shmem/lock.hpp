@@ -18,7 +18,9 @@
 // that half, so it reads it first to find its own ticket. Both halves wrap, and tickets are only
 // compared for equality, so a lock may be taken any number of times by fewer than 2^32 waiters at
 // once. Every step is an AMO on the home (atomic.hpp), so the lock works over any transport: P2P
-// atomics, or NIC atomics over RDMA, where a waiter polls the home with atomic fetches.
+// atomics, or NIC atomics over RDMA, where a waiter polls the home with atomic fetches; where the
+// home's NIC atomics are not atomic with P2P ones, the home's own steps go through its NIC too (the
+// AMO table, docs/device-api.md "Atomicity across transports").
 //
 // Ordering: clear_lock first calls quiet(), so every put, AMO and signal the holder issued is
 // complete and visible before the next holder can see the lock released (OpenSHMEM's rule).

@@ -12,6 +12,8 @@
 // barrier_all (a collective across PEs) is in barrier.hpp.
 #pragma once
 
+#include <type_traits>
+
 #include "mori/shmem/checks.hpp"
 #include "mori/transport/dispatch.hpp"
 
@@ -33,7 +35,20 @@ MORI_DEVICE void order(const char* call, int pe, int qp) {
   } else {
     check_pe(call, pe);
     transport::check_reachable(call, pe);
-    transport::with_transport(call, pe, run);
+    // Over the AMO table, which differs from the data table only for a PE whose AMOs go over
+    // RDMA while its data goes over P2P (state/gpu_states.hpp). For such a PE: the P2P fence for
+    // the data, and a quiet of its QPs for the AMOs (a fence too, since a NIC's fence flag orders
+    // only its own WQEs, not a later P2P store after an AMO).
+    transport::with_amo_transport(call, pe, [&]<typename Tr>() {
+      if constexpr (!std::is_same_v<Tr, transport::Sdma>) {
+        if (!transport::rdma_reaches(pe)) {
+          transport::P2p::quiet(pe, qp);
+          Tr::quiet(pe, qp);
+          return;
+        }
+      }
+      run.template operator()<Tr>();
+    });
   }
 }
 }  // namespace detail

@@ -17,6 +17,8 @@ MORI_DEVICE int pe_count() { return gpu_states().n_pes; }
 
 // The table's entry for `pe`: transport_entry(), its NIC family included.
 MORI_DEVICE uint8_t transport_entry_of(int pe) { return gpu_states().transports[pe]; }
+// The AMO table's entry for `pe` (GpuStates::amo_transports).
+MORI_DEVICE uint8_t amo_transport_entry_of(int pe) { return gpu_states().amo_transports[pe]; }
 MORI_DEVICE Transport transport_to(int pe) {
   return static_cast<Transport>(transport_entry_of(pe) & 15);
 }

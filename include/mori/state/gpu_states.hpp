@@ -17,7 +17,7 @@ namespace mori::state {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
-inline constexpr uint32_t kGpuStatesAbiVersion = 7;
+inline constexpr uint32_t kGpuStatesAbiVersion = 8;
 
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
@@ -58,6 +58,13 @@ constexpr const char* nic_name(Nic nic) {
       return "none";
   }
 }
+
+// GpuStates::flags.
+enum GpuStatesFlag : uint32_t {
+  // Some PE's RDMA device reports atomic_cap IBV_ATOMIC_NONE (ibv_query_device(3)): an RDMA AMO
+  // traps at the call (transport/rdma.hpp) where it would end in an error completion.
+  kNoNicAtomics = 1,
+};
 
 // A buffer registered with buffer_register: [base, base + size) on this PE, the same offset on
 // every PE.
@@ -108,7 +115,7 @@ struct GpuStates {
   int32_t rank;
   int32_t n_pes;
   int32_t num_qp_per_pe;
-  uint32_t flags;  // reserved, 0
+  uint32_t flags;  // GpuStatesFlag bits
   // This PE's symmetric heap: [heap_base, heap_base + heap_size).
   uint64_t heap_base;
   uint64_t heap_size;
@@ -149,8 +156,13 @@ struct GpuStates {
   // memory both the host and the device update atomically (host-visible, coherent on the hip
   // backend), so that ctx_create from either side draws from one pool.
   ContextPool* contexts;
+  // [n_pes] the transport of AMOs (shmem/atomic.hpp, locks, quiet and fence), as `transports`:
+  // equal to it except where a PE's memory is also updated by NIC atomics that are not atomic
+  // with respect to P2P ones (atomic_cap IBV_ATOMIC_HCA), where every PE, the owner included,
+  // reaches that memory's AMOs over RDMA (runtime/amo_route.hpp, docs/device-api.md "Atomicity").
+  const uint8_t* amo_transports;
 };
-static_assert(sizeof(GpuStates) == 176,
+static_assert(sizeof(GpuStates) == 184,
               "GpuStates is the runtime/device ABI: bump kGpuStatesAbiVersion");
 static_assert(sizeof(void*) == 8, "GpuStates assumes 64-bit addresses on host and device");
 

@@ -63,17 +63,24 @@ MORI_DEVICE decltype(auto) run_family(state::Nic nic, F& f, Families<Fam, Rest..
   return f.template operator()<Rdma<typename Fam::Provider>>();
 }
 
-template <typename F>
+// kAmo: the dispatch of AMOs, over GpuStates::amo_transports, which routes the AMOs on memory that
+// NIC atomics also update through the NIC where those are not atomic with P2P ones
+// (state/gpu_states.hpp). One load from another table, so a P2P AMO's path is unchanged.
+template <bool kAmo = false, typename F>
 MORI_DEVICE decltype(auto) with_transport([[maybe_unused]] const char* call,
                                           [[maybe_unused]] int pe, F&& f) {
 #if MORI_RDMA_MLX5 || MORI_RDMA_BNXT || MORI_RDMA_IONIC
-  if (rdma_reaches(pe))
+  if (kAmo ? rdma_reaches_amo(pe) : rdma_reaches(pe))
     return run_family(static_cast<state::Nic>(state::gpu_states().nic), f, CompiledFamilies{});
 #endif
   // P2P, or SDMA, which is P2P until it is native (sdma.hpp): one call site serves both, so the
   // family is inlined once. P2p::address refuses a PE that neither reaches, and an RDMA PE whose
   // NIC family this code does not carry (P2p::unreachable).
   return f.template operator()<Sdma>();
+}
+template <typename F>
+MORI_DEVICE decltype(auto) with_amo_transport(const char* call, int pe, F&& f) {
+  return with_transport<true>(call, pe, f);
 }
 
 // Traps unless some transport reaches `pe` (the data calls find out in P2p::address; quiet and fence

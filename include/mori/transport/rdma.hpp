@@ -141,6 +141,7 @@ struct Rdma {
                            T compare) {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "NIC atomics are 4 or 8 bytes");
     using U = std::make_unsigned_t<T>;
+    check_nic_atomics(call, dst.pe);
     RdmaEndpoint& ep = endpoint(call, dst.pe, dst.qp);
     const U c = static_cast<U>(compare);
     const state::AmoRow row = state::amo_row(op);
@@ -201,6 +202,7 @@ struct Rdma {
     const bool native = row.kind == state::AmoKind::kAdd || row.kind == state::AmoKind::kLoad ||
                         row.kind == state::AmoKind::kCompareSwap;
     uint32_t lkey = 0;
+    check_nic_atomics(call, dst.pe);
     if (kLandsAsIs && native && row.fetch && find_local_key(fetch, sizeof(T), &lkey)) {
       const Opcode code =
           row.kind == state::AmoKind::kCompareSwap ? Opcode::kCompareSwap : Opcode::kFetchAdd;
@@ -256,6 +258,17 @@ struct Rdma {
   }
 
  private:
+  // Traps when the job's NICs have no atomics (GpuStates::flags, kNoNicAtomics): the NIC would
+  // fail the WQE with an error completion that does not say why.
+  MORI_DEVICE static void check_nic_atomics(const char* call, int pe) {
+    state::fail_if((state::gpu_states().flags & state::kNoNicAtomics) != 0,
+                   {state::DeviceErrorCode::kNotReachable, pe, 0, 0}, [&](state::Message& m) {
+                     m << call << ": PE " << pe
+                       << " is reached over RDMA, and this job's NICs have no atomics "
+                          "(atomic_cap IBV_ATOMIC_NONE, see the init log)";
+                   });
+  }
+
   MORI_DEVICE static RdmaEndpoint& endpoint(const char* call, int pe, int qp) {
     const state::GpuStates& s = state::gpu_states();
     // One unsigned compare: a negative qp wraps past every count. QP 0 always exists: the runtime
@@ -374,7 +387,9 @@ struct Rdma {
     RdmaEndpoint* eps = s.rdma_endpoints;
     const int first = pe < 0 ? 0 : pe, end = pe < 0 ? s.n_pes : pe + 1;
     for (int p = first; p < end; ++p) {
-      if (!rdma_reaches(p)) continue;  // RDMA PEs of a family this code carries
+      // RDMA PEs of a family this code carries, those reached for AMOs alone included (the AMO
+      // table is the data table plus those: state/gpu_states.hpp).
+      if (!rdma_reaches_amo(p)) continue;
       for (int q = qp < 0 ? 0 : qp; q < (qp < 0 ? s.num_qp_per_pe : qp + 1); ++q)
         f(eps[p * s.num_qp_per_pe + q], p);
     }

@@ -16,13 +16,16 @@ namespace mori::transport {
 // not serve either, an RDMA PE of a family not compiled in among them (P2p::unreachable): a check
 // of the family of its own was a second failure site in every RDMA call (34 instructions in
 // int32_p, 76 in barrier_all).
-MORI_DEVICE bool rdma_reaches(int pe) {
+MORI_DEVICE bool rdma_entry(uint8_t e) {
   using state::Nic, state::Transport, state::transport_entry;
-  const uint8_t e = state::transport_entry_of(pe);
   return (MORI_RDMA_MLX5 && e == transport_entry(Transport::kRdma, Nic::kMlx5)) ||
          (MORI_RDMA_BNXT && e == transport_entry(Transport::kRdma, Nic::kBnxt)) ||
          (MORI_RDMA_IONIC && e == transport_entry(Transport::kRdma, Nic::kIonic));
 }
+
+MORI_DEVICE bool rdma_reaches(int pe) { return rdma_entry(state::transport_entry_of(pe)); }
+// The same for AMOs (GpuStates::amo_transports): one load from another table, no more.
+MORI_DEVICE bool rdma_reaches_amo(int pe) { return rdma_entry(state::amo_transport_entry_of(pe)); }
 
 // Whether the job reaches `pe` over RDMA with a NIC family this code does not carry.
 MORI_DEVICE bool rdma_not_built(int pe) {

@@ -66,6 +66,27 @@ const softnic::Codec& codec_of(state::Nic nic) {
   }
 }
 
+// MORI_SOFTNIC_ATOMIC_CAP: the atomic_cap this NIC reports, "hca" (the default) or "none" (a
+// BNXT function without PCIe AtomicOps, bringup review B4). Its atomics on registered buffers are
+// a locked read-modify-write through process_vm_*, atomic only among the software NICs' own, so
+// it cannot claim "glob" (docs/host-backend.md).
+Status read_atomic_cap(runtime::AtomicCap* cap) {
+  const char* v = std::getenv("MORI_SOFTNIC_ATOMIC_CAP");
+  const std::string text = v ? v : "";
+  if (text.empty() || text == "hca") {
+    *cap = runtime::AtomicCap::kHca;
+  } else if (text == "none") {
+    *cap = runtime::AtomicCap::kNone;
+  } else if (text == "glob") {
+    return Status::error(
+        "MORI_SOFTNIC_ATOMIC_CAP=glob: the software NIC's atomics on registered buffers are not "
+        "atomic with respect to CPU atomics; use hca or none");
+  } else {
+    return Status::error("MORI_SOFTNIC_ATOMIC_CAP=" + text + ": expected hca or none");
+  }
+  return {};
+}
+
 class SoftNicNetwork final : public runtime::RdmaNetwork {
  public:
   SoftNicNetwork(Runtime& rt, state::Nic nic) : rt_(rt), nic_(nic) {}
@@ -74,6 +95,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   }
 
   Status open(const std::vector<bool>& needs_rdma) {
+    MORI_TRY(read_atomic_cap(&atomic_cap_));
     const int n = rt_.n_pes, qps = rt_.settings.num_qp_per_pe;
     const uint32_t sq_wqes = rt_.settings.rdma_sq_wqes;
     pids_.resize(n);
@@ -121,6 +143,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     MORI_TRY(open_locks());
     softnic::SoftNicOptions options;
     options.private_locks = &locks_;
+    options.atomics = atomic_cap_ != runtime::AtomicCap::kNone;
     options.nic_id = static_cast<uint64_t>(rt_.rank);  // the adversary: each PE its own choices
     options.log_prefix =
         "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + state::nic_name(nic_) + "): ";
@@ -130,6 +153,10 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   }
 
   state::Nic nic() const override { return nic_; }
+  runtime::AtomicCap atomic_cap() const override { return atomic_cap_; }
+  std::string device_name() const override {
+    return std::string("softnic-") + state::nic_name(nic_);
+  }
   RdmaEndpoint* device_endpoints() const override {
     return reinterpret_cast<RdmaEndpoint*>(endpoints_.get());
   }
@@ -144,8 +171,9 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     MORI_TRY(rt_.boot->allgather(lkey, rkeys->data(), sizeof *lkey));
     local_.push_back({base, bytes, *lkey});
     for (int pe = 0; pe < rt_.n_pes; ++pe) {
-      if (pe == rt_.rank) continue;
-      // Private memory of another process: reached through its pid, never mapped here.
+      // Private memory of a process, this one's included (a loopback QP: AMOs routed over RDMA,
+      // runtime/amo_route.hpp): reached through its pid, never mapped, so that every NIC atomic
+      // on it takes the same lock.
       remote_.push_back({pe, remote_bases[pe], bytes, (*rkeys)[pe], nullptr, pids_[pe]});
     }
     regions_[base] = serial;
@@ -245,6 +273,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
 
   Runtime& rt_;
   state::Nic nic_;
+  runtime::AtomicCap atomic_cap_ = runtime::AtomicCap::kHca;
   std::vector<int> pids_;
   uint32_t heap_lkey_ = 0;
   std::vector<uint32_t> heap_rkeys_;

@@ -344,6 +344,10 @@ CompletionStatus SoftNic::check_rdma(const Queue& q, const WorkRequest& wr, Remo
 CompletionStatus SoftNic::remote_atomic_op(const Queue& q, const WorkRequest& wr, uint64_t* old,
                                            std::string* why) {
   const int pe = q.served.target_pe;
+  if (!options_.atomics) {
+    *why = "atomic on a NIC that reports atomic_cap IBV_ATOMIC_NONE";
+    return CompletionStatus::kRemoteInvalidRequest;
+  }
   if (wr.width != 4 && wr.width != 8) {
     *why = "atomic of width " + std::to_string(wr.width);
     return CompletionStatus::kRemoteInvalidRequest;

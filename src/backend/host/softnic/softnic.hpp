@@ -98,6 +98,8 @@ struct SoftNicOptions {
   std::string log_prefix;      // non-empty: a QP entering the error state is logged to stderr
                                // as one line, "<prefix>qp <n>: WQE <i>: <why>"
   const PeLocks* private_locks = nullptr;  // atomics on registered buffers; must outlive the NIC
+  // False: a NIC that reports atomic_cap IBV_ATOMIC_NONE, which fails every atomic WQE.
+  bool atomics = true;
 };
 
 class SoftNic {
