@@ -2,6 +2,7 @@
 # Runs a verbs program over the emulated uverbs kernel (tests/emulated_kernel): rdma-core's own
 # libibverbs and provider, unmodified, see one emulated device of the given family.
 #   scripts/with-emulated-nic.sh mlx5 ibv_devinfo -v
+#   scripts/with-emulated-nic.sh bnxt ibv_devinfo -v
 #   scripts/with-emulated-nic.sh mlx5 sh -c 'ib_write_bw -d mlx5_0 -x 3 & sleep 1; ib_write_bw -d mlx5_0 -x 3 127.0.0.1'
 # Every process the command starts shares one HCA (its QP numbers, keys and memory regions), kept
 # with the sysfs tree in a temporary directory under /dev/shm that is removed afterwards.
@@ -10,13 +11,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [[ $# -lt 2 ]]; then
-  echo "usage: $0 mlx5 COMMAND [ARGS...]" >&2
+  echo "usage: $0 mlx5|bnxt COMMAND [ARGS...]" >&2
   exit 2
 fi
 family=$1
 shift
-if [[ $family != mlx5 ]]; then
-  echo "$0: family '$family' is not emulated (mlx5 is)" >&2
+if [[ $family != mlx5 && $family != bnxt ]]; then
+  echo "$0: family '$family' is not emulated (mlx5 and bnxt are)" >&2
   exit 2
 fi
 shim=${MORI_EMULATED_UVERBS:-$root/build/tests/emulated_kernel/libmori_emulated_uverbs.so}

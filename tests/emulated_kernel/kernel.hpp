@@ -10,6 +10,8 @@
 // and device.c, has_ioctl_write). docs/rdma-hardware.md, "The emulated kernel", lists the rest.
 #pragma once
 
+#include <rdma/ib_user_verbs.h>
+
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -59,8 +61,9 @@ struct Qp {
   uint32_t sq_wqe_cnt = 0;
   uint32_t rq_wqe_cnt = 0, rq_wqe_shift = 0;
   uint64_t dbrec = 0;
-  uint64_t bf_reg = 0;        // this process's mapping of the QP's BlueFlame register
-  uint32_t driver_index = 0;  // the driver's (mlx5: the QP's bfreg)
+  uint64_t bf_reg = 0;         // this process's mapping of the QP's BlueFlame register
+  uint32_t driver_index = 0;   // the driver's (mlx5: the QP's bfreg)
+  uint64_t driver_cookie = 0;  // the library's handle the hardware echoes (bnxt: qp_handle)
   uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0,
            max_inline_data = 0;
   bool sq_sig_all = false;
@@ -111,6 +114,43 @@ struct Driver {
 };
 
 const Driver& mlx5_driver();
+const Driver& bnxt_driver();
+
+// What the core reports and checks for the emulated device of one family (family.cpp; chosen by
+// MORI_EMU_FAMILY): its driver, its query_device and query_port answers, the limits the core's
+// create and modify commands enforce, and its sysfs identity (sysfs_tree.cpp).
+struct SysfsIdentity {
+  const char* ibdev;
+  uint32_t pci_vendor, pci_device, pci_subsystem;  // pci_device: what the modalias names
+  const char* fw_ver;
+  const char* board_id;  // null: the driver has no board_id file
+  const char* hca_type;
+  const char* node_desc;
+  uint64_t node_guid, sys_image_guid;
+  uint32_t port_cap_flags;
+  const char* rate;
+  uint32_t gid_tbl_len;
+  uint8_t mac[6];
+  uint8_t ipv4[4];
+  int roce_v2_ipv4_gid_index;
+};
+
+struct Limits {
+  uint32_t max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_qp_init_rd_atom, max_pkeys;
+};
+
+struct Family {
+  const char* name;  // as MORI_EMU_FAMILY names it
+  const Driver& (*driver)();
+  void (*query_device)(ib_uverbs_query_device_resp* r);
+  void (*query_port)(ib_uverbs_query_port_resp* r);
+  Limits limits;
+  SysfsIdentity sysfs;
+};
+
+// The family of this process (MORI_EMU_FAMILY, mlx5 when unset), and its driver.
+const Family& family();
+inline const Driver& driver() { return family().driver(); }
 
 // The write() entry: a whole command at `buf` of `len` bytes. Returns len or -1 with errno.
 long uverbs_write(File& f, const void* buf, size_t len);

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "backend/host/softnic/softnic.hpp"
+#include "bnxt_static_codec.hpp"
 #include "hca_state.hpp"
 #include "uverbs_cmd.hpp"
 
@@ -82,10 +83,17 @@ sn::MemoryTable memory_of(uint32_t pdn, uint32_t peer_pdn) {
   return t;
 }
 
-// The mlx5 codec's doorbell read, then the keys again if they changed: the doorbell was rung
-// after whatever registration the WQEs behind it rely on.
+// The family's codec: mlx5's of the host backend, or the one for libbnxt_re 44's static WQEs.
+const sn::Codec& base_codec() {
+  static const sn::Codec& c =
+      std::string(family().name) == "bnxt" ? bnxt::static_codec() : sn::mlx5_codec();
+  return c;
+}
+
+// The codec's doorbell read, then the keys again if they changed: the doorbell was rung after
+// whatever registration the WQEs behind it rely on.
 uint64_t announced(const state::RdmaEndpoint& ep, uint64_t last) {
-  const uint64_t n = sn::mlx5_codec().announced(ep, last);
+  const uint64_t n = base_codec().announced(ep, last);
   auto& core = const_cast<NicCore&>(reinterpret_cast<const NicCore&>(ep));
   const uint32_t g = hca::generation();
   if (g != core.generation.load(std::memory_order_relaxed)) {
@@ -97,7 +105,7 @@ uint64_t announced(const state::RdmaEndpoint& ep, uint64_t last) {
 
 const sn::Codec& codec() {
   static const sn::Codec c = [] {
-    sn::Codec k = sn::mlx5_codec();
+    sn::Codec k = base_codec();
     k.announced = announced;
     return k;
   }();
@@ -118,11 +126,11 @@ void nic_start(File& f, const Qp& qp) {
                  qp.qpn, qp.dest_qpn);
     return;
   }
-  if (cq.cqe_size != 64 || !qp.sq_wqe_cnt) {
+  if (cq.cqe_size != codec().cqe_bytes || !qp.sq_wqe_cnt) {
     std::fprintf(stderr,
-                 "emulated ConnectX-7: QP 0x%x (%u-byte CQEs, %u WQEBBs) is not "
-                 "served: the software NIC writes 64-byte CQEs to a send queue\n",
-                 qp.qpn, cq.cqe_size, qp.sq_wqe_cnt);
+                 "emulated NIC: QP 0x%x (%u-byte CQEs, %u WQEs) is not served: the software NIC "
+                 "writes %u-byte CQEs to a send queue\n",
+                 qp.qpn, cq.cqe_size, qp.sq_wqe_cnt, codec().cqe_bytes);
     return;
   }
   for (const auto& [qpn, n] : nics())
@@ -135,13 +143,15 @@ void nic_start(File& f, const Qp& qp) {
   state::RdmaEndpoint& ep = nic->core.ep;
   ep.sq = reinterpret_cast<uint8_t*>(qp.buf + qp.sq_offset);
   ep.sq_wqes = qp.sq_wqe_cnt;
-  ep.dbr = reinterpret_cast<uint32_t*>(qp.dbrec);
+  ep.dbr = reinterpret_cast<uint32_t*>(qp.dbrec);  // null where the family has none (bnxt)
   ep.db = reinterpret_cast<uint64_t*>(qp.bf_reg);
   ep.cq = reinterpret_cast<uint8_t*>(cq.buf);
   ep.cq_entries = cq.entries;
   ep.cq_dbr = reinterpret_cast<uint32_t*>(cq.dbrec);
   ep.qpn = qp.qpn;
   ep.cqn = cq.cqn;
+  ep.provider_word[bnxt::kWordQpHandleLo] = static_cast<uint32_t>(qp.driver_cookie);
+  ep.provider_word[bnxt::kWordQpHandleHi] = static_cast<uint32_t>(qp.driver_cookie >> 32);
   nic->core.pdn = f.pds.at(qp.pd_handle);
   nic->core.peer_pdn = peer.pdn;
   nic->core.generation.store(hca::generation());

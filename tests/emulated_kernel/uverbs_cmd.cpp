@@ -23,7 +23,7 @@ int get_context(File& f, const Command& c) {
   if (c.core_out_len < sizeof(resp)) return ENOSPC;
   const int async = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (async < 0) return errno;
-  if (int rc = mlx5_driver().alloc_ucontext(f, c.udata)) {
+  if (int rc = driver().alloc_ucontext(f, c.udata)) {
     real_close(async);
     return rc;
   }
@@ -36,9 +36,11 @@ int get_context(File& f, const Command& c) {
   return 0;
 }
 
+}  // namespace
+
 // mlx5_ib_query_device (hw/mlx5/main.c) from the ConnectX-7's capabilities (connectx7.hpp);
 // ib_uverbs_query_device / copy_query_dev_fields (uverbs_cmd.c) copy them out.
-void device_attrs(ib_uverbs_query_device_resp* r) {
+void cx7_query_device(ib_uverbs_query_device_resp* r) {
   *r = ib_uverbs_query_device_resp{};
   r->fw_ver = cx7::kFwMajor << 32 | cx7::kFwMinor << 16 | cx7::kFwSubMinor;
   r->node_guid = htobe64(cx7::kNodeGuid);
@@ -72,10 +74,28 @@ void device_attrs(ib_uverbs_query_device_resp* r) {
   r->phys_port_cnt = 1;
 }
 
+// mlx5_query_port_roce (hw/mlx5/main.c): a RoCE port reports no LID, one P_Key, the GID table,
+// the MTU of its netdev, and its speed as IB width x speed (4X at 25 Gb/s: 100 Gb/s).
+void cx7_query_port(ib_uverbs_query_port_resp* r) {
+  *r = ib_uverbs_query_port_resp{};
+  r->port_cap_flags = cx7::kPortCapFlags;
+  r->max_msg_sz = cx7::kMaxMsgSz;
+  r->gid_tbl_len = cx7::kGidTblLen;
+  r->pkey_tbl_len = 1;
+  r->state = cx7::kPortActive;
+  r->max_mtu = r->active_mtu = cx7::kMtu4096;
+  r->active_width = 2;   // IB_WIDTH_4X
+  r->active_speed = 32;  // IB_SPEED_EDR (25 Gb/s a lane)
+  r->phys_state = cx7::kPhysLinkUp;
+  r->link_layer = 2;  // IB_LINK_LAYER_ETHERNET
+}
+
+namespace {
+
 int query_device(File&, const Command& c) {
   ib_uverbs_query_device_resp resp;
   if (c.core_out_len < sizeof(resp)) return ENOSPC;
-  device_attrs(&resp);
+  family().query_device(&resp);
   std::memcpy(c.core_out, &resp, sizeof(resp));
   return 0;
 }
@@ -85,7 +105,7 @@ int query_device(File&, const Command& c) {
 // TSO, RSS, CQE compression or striding RQ, which only raw-packet QPs use.
 int ex_query_device(File&, const Command& c) {
   ib_uverbs_ex_query_device_resp resp{};
-  device_attrs(&resp.base);
+  family().query_device(&resp.base);
   resp.timestamp_mask = (uint64_t{1} << 63) - 1;
   resp.hca_core_clock = 1000000;  // kHz: the device's 1 GHz free-running clock
   resp.cq_moderation_caps.max_cq_moderation_count = 65535;
@@ -97,24 +117,14 @@ int ex_query_device(File&, const Command& c) {
   return 0;
 }
 
-// mlx5_query_port_roce (hw/mlx5/main.c): a RoCE port reports no LID, one P_Key, the GID table,
-// the MTU of its netdev, and its speed as IB width x speed (4X at 25 Gb/s: 100 Gb/s).
+// ib_uverbs_query_port: the family's port (rdma_is_port_valid: port 1 only).
 int query_port(File&, const Command& c) {
   ib_uverbs_query_port cmd;
   ib_uverbs_query_port_resp r{};
   if (c.core_in_len < sizeof(cmd) || c.core_out_len < sizeof(r)) return ENOSPC;
   std::memcpy(&cmd, c.core_in, sizeof(cmd));
-  if (cmd.port_num != 1) return EINVAL;  // rdma_is_port_valid
-  r.port_cap_flags = cx7::kPortCapFlags;
-  r.max_msg_sz = cx7::kMaxMsgSz;
-  r.gid_tbl_len = cx7::kGidTblLen;
-  r.pkey_tbl_len = 1;
-  r.state = cx7::kPortActive;
-  r.max_mtu = r.active_mtu = cx7::kMtu4096;
-  r.active_width = 2;   // IB_WIDTH_4X
-  r.active_speed = 32;  // IB_SPEED_EDR (25 Gb/s a lane)
-  r.phys_state = cx7::kPhysLinkUp;
-  r.link_layer = 2;  // IB_LINK_LAYER_ETHERNET
+  if (cmd.port_num != 1) return EINVAL;
+  family().query_port(&r);
   std::memcpy(c.core_out, &r, sizeof(r));
   return 0;
 }
@@ -124,7 +134,7 @@ int alloc_pd(File& f, const Command& c) {
   ib_uverbs_alloc_pd_resp resp{};
   if (c.core_out_len < sizeof(resp)) return ENOSPC;
   const uint32_t pdn = hca::alloc_pdn();
-  if (int rc = mlx5_driver().alloc_pd(f, pdn, c.udata)) return rc;
+  if (int rc = driver().alloc_pd(f, pdn, c.udata)) return rc;
   resp.pd_handle = f.next_handle++;
   f.pds[resp.pd_handle] = pdn;
   std::memcpy(c.core_out, &resp, sizeof(resp));

@@ -17,6 +17,10 @@ struct Command {
   Udata udata;  // the driver's part of both
 };
 
+// uverbs_cmd.cpp: the ConnectX-7's answers (family.cpp hands them to the core).
+void cx7_query_device(ib_uverbs_query_device_resp* r);
+void cx7_query_port(ib_uverbs_query_port_resp* r);
+
 // uverbs_queues.cpp
 int create_cq(File& f, const Command& c);
 int ex_create_cq(File& f, const Command& c);

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <string>
 
-#include "connectx7.hpp"
 #include "hca_state.hpp"
 #include "uverbs_cmd.hpp"
 
@@ -32,10 +31,10 @@ int make_cq(File& f, uint32_t cqe, uint32_t comp_vector, int32_t channel, const 
   if (channel >= 0 &&
       std::find(f.comp_channels.begin(), f.comp_channels.end(), channel) == f.comp_channels.end())
     return EINVAL;
-  if (cqe < 1 || cqe > (1u << cx7::kLogMaxCqSz) - 1) return EINVAL;
+  if (cqe < 1 || cqe > family().limits.max_cqe) return EINVAL;
   Cq cq;
   cq.handle = f.next_handle++;
-  if (int rc = mlx5_driver().create_cq(f, cq, cqe, u)) return rc;
+  if (int rc = driver().create_cq(f, cq, cqe, u)) return rc;
   resp->cq_handle = cq.handle;
   resp->cqe = cq.entries - 1;
   trace("create_cq cqe %u: cqn 0x%x, %u entries of %u bytes at 0x%llx", cqe, cq.cqn, cq.entries,
@@ -66,8 +65,9 @@ int make_qp(File& f, const QpRequest& r, const Udata& u, ib_uverbs_create_qp_res
   if (pd == f.pds.end() || !f.cqs.count(r.send_cq) || !f.cqs.count(r.recv_cq)) return EINVAL;
   // mlx5's create_qp checks (qp.c check_qp_attr / set_rq_size / calc_sq_size): the depths
   // within log_max_qp_sz, the SGEs within max_sge.
-  if (r.max_send_wr > cx7::kMaxQpWr || r.max_recv_wr > cx7::kMaxQpWr ||
-      r.max_send_sge > cx7::kMaxSge || r.max_recv_sge > cx7::kMaxSge)
+  const Limits& l = family().limits;
+  if (r.max_send_wr > l.max_qp_wr || r.max_recv_wr > l.max_qp_wr || r.max_send_sge > l.max_sge ||
+      r.max_recv_sge > l.max_sge)
     return EINVAL;
   Qp qp;
   qp.handle = f.next_handle++;
@@ -80,9 +80,13 @@ int make_qp(File& f, const QpRequest& r, const Udata& u, ib_uverbs_create_qp_res
   qp.max_recv_sge = r.max_recv_sge;
   qp.max_inline_data = r.max_inline_data;
   qp.sq_sig_all = r.sq_sig_all;
-  if (int rc = mlx5_driver().create_qp(f, qp, u)) return rc;
+  // Numbered first: a driver may return the number in its udata (bnxt_re: qpid).
   qp.qpn = hca::add_qp(pd->second);
   if (!qp.qpn) return ENOMEM;
+  if (int rc = driver().create_qp(f, qp, u)) {
+    hca::remove_qp(qp.qpn);
+    return rc;
+  }
   f.cqs[qp.send_cq].users++;
   f.cqs[qp.recv_cq].users++;
   resp->qp_handle = qp.handle;
@@ -126,11 +130,12 @@ int change_qp(File& f, const ib_uverbs_modify_qp& m) {
   }
   if (mask & IBV_QP_AV) {
     if (!m.dest.is_global) return EINVAL;  // RoCE: every packet carries a GRH
-    if (m.dest.sgid_index > cx7::kRoceV2Ipv4GidIndex) return EINVAL;  // an empty GID entry
+    if (m.dest.sgid_index > family().sysfs.roce_v2_ipv4_gid_index) return EINVAL;  // empty GID
   }
-  if ((mask & IBV_QP_PKEY_INDEX) && m.pkey_index >= cx7::kMaxPkeys) return EINVAL;
-  if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && m.max_rd_atomic > cx7::kMaxQpInitRdAtom) return EINVAL;
-  if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && m.max_dest_rd_atomic > cx7::kMaxQpRdAtom) return EINVAL;
+  const Limits& l = family().limits;
+  if ((mask & IBV_QP_PKEY_INDEX) && m.pkey_index >= l.max_pkeys) return EINVAL;
+  if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && m.max_rd_atomic > l.max_qp_init_rd_atom) return EINVAL;
+  if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && m.max_dest_rd_atomic > l.max_qp_rd_atom) return EINVAL;
   if ((mask & IBV_QP_PATH_MTU) && (m.path_mtu < IBV_MTU_256 || m.path_mtu > IBV_MTU_4096))
     return EINVAL;
   if (mask & IBV_QP_ACCESS_FLAGS) qp->access = m.qp_access_flags;
@@ -275,7 +280,7 @@ int destroy_qp(File& f, const Command& c) {
   Qp* qp = qp_of(f, cmd.qp_handle);
   if (!qp) return EINVAL;
   nic_stop(qp->qpn);
-  mlx5_driver().destroy_qp(f, *qp);
+  driver().destroy_qp(f, *qp);
   hca::remove_qp(qp->qpn);
   f.cqs[qp->send_cq].users--;
   f.cqs[qp->recv_cq].users--;
@@ -288,7 +293,7 @@ int destroy_qp(File& f, const Command& c) {
 void release_file(File& f) {
   for (auto& [h, qp] : f.qps) {
     nic_stop(qp.qpn);
-    mlx5_driver().destroy_qp(f, qp);
+    driver().destroy_qp(f, qp);
     hca::remove_qp(qp.qpn);
   }
   for (const auto& [h, mr] : f.mrs) hca::remove_mr(mr.lkey);
@@ -297,7 +302,7 @@ void release_file(File& f) {
   f.mrs.clear();
   f.cqs.clear();
   f.pds.clear();
-  mlx5_driver().release(f);
+  driver().release(f);
 }
 
 }  // namespace mori::emulated_kernel
