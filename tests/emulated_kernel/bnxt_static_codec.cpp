@@ -8,8 +8,9 @@
 //     typ_qid} with no valid bit and no epoch, which the codec requires;
 //   - there is no MSN table: libbnxt_re fills a PSN-search entry per WQE (bnxt_re_fill_psns)
 //     for the firmware's retransmissions, which this NIC does not do;
-//   - a fetch-add's addend is in the atomic slot's cmp_dt (bnxt_re_build_fna_sqe, as the kernel's
-//     bnxt_re_build_atomic_wqe puts compare_add in atomic.cmp_data); the codec reads swp_dt;
+//   - a fetch-add's addend is in the atomic slot's cmp_dt (rdma-core 44 bnxt_re_build_fna_sqe),
+//     which this NIC reads so that Debian's perftest runs; the hardware reads swp_dt, where
+//     rdma-core 61773a85f (v47) moved it and where mori's provider and the codec put it;
 //   - the CQE's qp_handle must be the library's QP pointer (create_qp's qp_handle), which
 //     bnxt_re_poll_one dereferences; the codec writes the QP number.
 // What is shared: the byte layouts (mori/provider/bnxt_defs.hpp, from the same bnxt_re-abi.h).

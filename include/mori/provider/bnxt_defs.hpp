@@ -185,7 +185,9 @@ struct bnxt_re_rdma {
   le32 rsvd2;
 };
 
-// Slot 1 of an atomic: swp_dt is the swap value (compare-swap) or the addend (fetch-add).
+// Slot 1 of an atomic: swp_dt is the swap value (compare-swap) or the addend (fetch-add): the
+// adapters read a fetch-add's operand from the swap-data field (rdma-core 61773a85f, "bnxt_re/lib:
+// Fix fetch and add verification failure"; rdma-core 44 still wrote it to cmp_dt).
 struct bnxt_re_atomic {
   le64 swp_dt;
   le64 cmp_dt;
