@@ -17,8 +17,9 @@
 //   RQ   rq_slots = 3W likewise, rq_len = align(3W * 16, 4096) (the library requires one; we post
 //        no receives)
 //   QP   create_qp(pd, caps + the above), then INIT, RTR, RTS through bnxt_re_dv_modify_qp.
-// The memory is page-aligned host memory that map() hands to the device. On the GPU it should be
-// VRAM (ROCm/mori allocates it with hipExtMallocWithFlags(hipDeviceMallocUncached)); it is not yet.
+// The memory comes from VerbsConfig::queue_memory when set (uncached VRAM on the hip backend, as
+// ROCm/mori allocates it with hipExtMallocWithFlags(hipDeviceMallocUncached)), else it is
+// page-aligned host memory that map() hands to the device (verbs_queue_memory.cpp).
 //
 // The export, field by field (docs/rdma-hardware.md):
 //   ep.sq          the SQ umem: 3W slots, then the MSN table (2W entries when W is a power of two)
@@ -58,25 +59,32 @@ Status dv_error(const std::string& call, const std::string& what, int err) {
                        (err > 0 ? std::strerror(err) : "error " + std::to_string(err)));
 }
 
-// Page-aligned zeroed memory of `bytes`, registered as a umem for the NIC's writes.
-Status make_umem(const BnxtDv& dv, ibv_context* context, size_t bytes, const std::string& what,
-                 void** mem, void** umem) {
-  if (int rc = posix_memalign(mem, kPage, bytes)) {
-    *mem = nullptr;
-    return dv_error("posix_memalign", what, rc);
+}  // namespace
+
+// Page-aligned zeroed memory of `bytes`, registered as a umem for the NIC's writes: from the
+// queue memory hook while create_queues tries it (verbs_queue_memory.cpp), else host memory.
+Status VerbsNetwork::make_umem(size_t bytes, const std::string& what, void** mem, void** umem) {
+  if (use_queue_memory_) {
+    MORI_TRY(alloc_queue_memory(bytes, kPage, what, mem));
+  } else {
+    if (int rc = posix_memalign(mem, kPage, bytes)) {
+      *mem = nullptr;
+      return dv_error("posix_memalign", what, rc);
+    }
+    std::memset(*mem, 0, bytes);
   }
-  std::memset(*mem, 0, bytes);
   bnxt_re_dv_umem_reg_attr attr{};
   attr.addr = *mem;
   attr.size = bytes;
   attr.access_flags = IBV_ACCESS_LOCAL_WRITE;
   errno = 0;
-  *umem = dv.umem_reg(context, &attr);
-  if (!*umem) return dv_error("bnxt_re_dv_umem_reg", what, errno);
+  *umem = dv_->bnxt().umem_reg(context_, &attr);
+  if (!*umem)
+    return dv_error(
+        std::string("bnxt_re_dv_umem_reg") + (use_queue_memory_ ? "(device memory)" : ""), what,
+        errno);
   return {};
 }
-
-}  // namespace
 
 Status VerbsNetwork::open_bnxt() {
   if (config_.sq_wqes > kBnxtMaxSqWqes)
@@ -96,7 +104,7 @@ Status VerbsNetwork::create_bnxt_queue(Queue* queue, const std::string& what) {
   // Every WQE is signalled (transport/rdma_engine.hpp): the CQ needs W entries.
   queue->cq_entries = w;
   queue->cq_bytes = roundup_pow2(uint64_t{kBnxtCqeBytes} * w);
-  MORI_TRY(make_umem(dv, context_, queue->cq_bytes, what, &queue->cq_mem, &queue->cq_umem));
+  MORI_TRY(make_umem(queue->cq_bytes, what, &queue->cq_mem, &queue->cq_umem));
   bnxt_re_dv_cq_init_attr cq_attr{};
   cq_attr.umem_handle = queue->cq_umem;
   cq_attr.ncqe = w;
@@ -125,8 +133,8 @@ Status VerbsNetwork::create_bnxt_queue(Queue* queue, const std::string& what) {
   attr.rq_wqe_sz = attr.sq_wqe_sz;
   attr.rq_len = static_cast<uint32_t>(align_page(size_t{slots} * kBnxtSlotBytes));
   queue->sq_bytes = attr.sq_len;
-  MORI_TRY(make_umem(dv, context_, attr.sq_len, what, &queue->sq_mem, &queue->sq_umem));
-  MORI_TRY(make_umem(dv, context_, attr.rq_len, what, &queue->rq_mem, &queue->rq_umem));
+  MORI_TRY(make_umem(attr.sq_len, what, &queue->sq_mem, &queue->sq_umem));
+  MORI_TRY(make_umem(attr.rq_len, what, &queue->rq_mem, &queue->rq_umem));
   attr.sq_umem_handle = queue->sq_umem;
   attr.rq_umem_handle = queue->rq_umem;
   errno = 0;
@@ -142,7 +150,12 @@ void VerbsNetwork::destroy_bnxt_queue(Queue* queue) {
   if (queue->cq) dv.destroy_cq(queue->cq);
   for (void* umem : {queue->sq_umem, queue->rq_umem, queue->cq_umem})
     if (umem) dv.umem_dereg(umem);
-  for (void* mem : {queue->sq_mem, queue->rq_mem, queue->cq_mem}) std::free(mem);
+  for (void* mem : {queue->sq_mem, queue->rq_mem, queue->cq_mem}) {
+    if (from_queue_memory(mem, 1))
+      free_queue_memory(mem);
+    else
+      std::free(mem);
+  }
   *queue = Queue{};
 }
 

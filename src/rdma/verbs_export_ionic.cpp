@@ -33,8 +33,9 @@
 //                        through one parent domain each; with the default mask the kernel already
 //                        alternates QPs between pipelines, and a CQ made by ibv_create_cq has a
 //                        ring on every pipeline, so each QP's completions have a ring whichever
-//                        pipeline it lands on. Parent domains are not used either: the rings stay
-//                        in the host memory rdma-core allocates, mapped for the GPU by map().
+//                        pipeline it lands on. A parent domain is used only for its allocators,
+//                        with VerbsConfig::queue_memory (verbs_queue_memory.cpp); without one the
+//                        rings stay in the host memory rdma-core allocates, mapped by map().
 //
 // The export, field by field (docs/rdma-hardware.md):
 //   ep.sq          ionic_dv_qp.sq.ptr        mask + 1 entries of 2^stride_log2 = 64 bytes

@@ -194,8 +194,9 @@ Status VerbsNetwork::deregister_region(void* base) {
   return agree(local, "deregistering a region");
 }
 
+// The queue memory hook's allocations are the device's already (verbs_queue_memory.cpp).
 Status VerbsNetwork::map(void* host, size_t bytes, bool mmio, void** device) {
-  if (!config_.map_to_device) {
+  if (!config_.map_to_device || (!mmio && from_queue_memory(host, bytes))) {
     *device = host;
     return {};
   }
@@ -209,15 +210,10 @@ VerbsNetwork::~VerbsNetwork() {
   if (config_.unmap_from_device)
     for (auto it = mappings_.rbegin(); it != mappings_.rend(); ++it)
       config_.unmap_from_device(it->host, it->mmio);
-  // A QP before its CQ (a CQ with a QP attached cannot be destroyed), MRs before the PD, the PD
-  // before the device. Failures here have nowhere to go; the device's close reclaims the rest.
-  if (family_ == Family::kBnxt) {
-    for (Queue& q : queues_) destroy_bnxt_queue(&q);
-  }
-  for (Queue& q : queues_)
-    if (q.qp) ibv_destroy_qp(q.qp);
-  for (Queue& q : queues_)
-    if (q.cq) ibv_destroy_cq(q.cq);
+  // A QP before its CQ (a CQ with a QP attached cannot be destroyed), both before the memory
+  // under them (destroy_queues), MRs before the PD, the PD before the device. Failures here have
+  // nowhere to go; the device's close reclaims the rest.
+  destroy_queues();
   for (ibv_mr* mr : ibuf_mrs_) ibv_dereg_mr(mr);
   for (auto& [base, mr] : regions_) ibv_dereg_mr(mr);
   if (heap_mr_) ibv_dereg_mr(heap_mr_);

@@ -84,6 +84,23 @@ using MapToDevice = std::function<Status(void* host, size_t bytes, bool mmio, vo
 // Undoes one successful MapToDevice call (the destructor calls it, in reverse order).
 using UnmapFromDevice = std::function<void(void* host, bool mmio)>;
 
+// Device memory for the queues (reviews/2026-12-01-bringup.md, B5). Set, every SQ, CQ and
+// doorbell record is allocated from it: MLX5 and Ionic through a parent domain whose allocators
+// rdma-core's provider calls for each ring and record (ibv_alloc_parent_domain(3)), BNXT as the
+// umems. `alloc` returns zeroed memory at an address that is both the host's and the device's,
+// which the host may write (rdma-core initialises the CQEs' owner bytes and the doorbell records
+// itself: providers/mlx5/cq.c mlx5_alloc_cq_buf, verbs.c mlx5_create_qp), or null; `free` takes
+// what it returned. The hip backend gives uncached VRAM, as rocSHMEM and ROCm/mori do; the host
+// backend leaves it null, and rdma-core's host memory (BNXT: posix_memalign) is used, mapped with
+// map_to_device. When the queues cannot be made on it (a kernel that cannot pin VRAM for a user
+// queue without a peer-memory module), the network falls back to host memory
+// (VerbsNetwork::queue_memory_fallback says why).
+struct QueueMemory {
+  std::function<void*(size_t bytes, size_t align)> alloc;
+  std::function<void(void* p)> free;
+  explicit operator bool() const { return alloc && free; }
+};
+
 // A QP's depths of outstanding RDMA reads and atomics, from the device's limits (ibv_device_attr):
 // as the initiator (ibv_qp_attr::max_rd_atomic, set at RTS with IBV_QP_MAX_QP_RD_ATOMIC) at most
 // max_qp_init_rd_atom, as the responder (max_dest_rd_atomic, set at RTR with
@@ -123,6 +140,7 @@ struct VerbsConfig {
   // Exports GPU memory as a dma-buf for registration (memory_registration.hpp); null: plain
   // ibv_reg_mr only, as for host memory.
   ExportDmabuf export_dmabuf;
+  QueueMemory queue_memory;  // null: host memory for the queues
 };
 
 class VerbsNetwork {
@@ -136,7 +154,8 @@ class VerbsNetwork {
   // must outlive the network: register_region and deregister_region use it.
   static Status open(const VerbsConfig& config, bootstrap::Bootstrap& boot,
                      std::unique_ptr<VerbsNetwork>* out, bool* no_devices);
-  // Destroys the QPs, then the CQs, the memory regions, the PD, and closes the device.
+  // Destroys the QPs, then the CQs, the parent domain, the queue memory, the memory regions, the
+  // PD, and closes the device.
   ~VerbsNetwork();
   VerbsNetwork(const VerbsNetwork&) = delete;
   VerbsNetwork& operator=(const VerbsNetwork&) = delete;
@@ -153,6 +172,10 @@ class VerbsNetwork {
   runtime::AtomicCap atomic_cap() const { return atomic_cap_; }
   // Whether the heap was registered through a dma-buf (else with plain ibv_reg_mr).
   bool heap_dmabuf() const { return heap_dmabuf_; }
+  // Whether the SQs, CQs and doorbell records came from VerbsConfig::queue_memory (else host
+  // memory), and, when a hook was given but not used, why (one line, for the log).
+  bool queues_in_device_memory() const { return queues_in_device_memory_; }
+  const std::string& queue_memory_fallback() const { return queue_memory_fallback_; }
   // Why this device (nic_affinity.hpp: NicChoice::reason).
   const std::string& device_choice() const { return device_choice_; }
   // The GID index used (on RoCE, gid_select.hpp chooses it unless MORI_IB_GID_INDEX is set).
@@ -199,8 +222,18 @@ class VerbsNetwork {
   // verbs_network.cpp
   Status register_heap();
   Status create_ibufs();
-  // verbs_qp.cpp
+  // verbs_queue_memory.cpp: create_queues on the hook's memory, else on host memory; the parent
+  // domain; the hook's allocations, which map() passes through as device addresses.
   Status create_queues();
+  Status open_queue_domain();
+  void destroy_queues();
+  Status alloc_queue_memory(size_t bytes, size_t align, const std::string& what, void** mem);
+  void free_queue_memory(void* mem);
+  bool from_queue_memory(const void* p, size_t bytes) const;
+  static void* domain_alloc(ibv_pd* pd, void* self, size_t bytes, size_t align, uint64_t type);
+  static void domain_free(ibv_pd* pd, void* self, void* mem, uint64_t type);
+  // verbs_qp.cpp
+  Status create_all_queues();
   Status create_verbs_queue(Queue* queue, const std::string& what);
   // The name of the call modify_qp makes, for errors.
   std::string modify_call() const {
@@ -217,6 +250,7 @@ class VerbsNetwork {
   // transitions, its export, and its teardown.
   Status open_bnxt();
   Status create_bnxt_queue(Queue* queue, const std::string& what);
+  Status make_umem(size_t bytes, const std::string& what, void** mem, void** umem);
   void destroy_bnxt_queue(Queue* queue);
   Status export_bnxt(const Queue& queue, state::RdmaEndpoint* ep);
   // ibv_modify_qp, or bnxt_re_dv_modify_qp for BNXT queue pairs; 0 or an errno.
@@ -231,6 +265,14 @@ class VerbsNetwork {
   bnxt_re_dv_db_region_attr bnxt_db_{};  // BNXT: the default doorbell page (dbr)
   ibv_context* context_ = nullptr;
   ibv_pd* pd_ = nullptr;
+  // MLX5, Ionic with queue_memory: the parent domain over pd_ whose allocators give the queues
+  // the hook's memory; the CQs and QPs are made on it.
+  ibv_pd* queue_pd_ = nullptr;
+  bool use_queue_memory_ = false;  // while creating: allocate from the hook
+  bool queues_in_device_memory_ = false;
+  std::string queue_memory_fallback_;
+  std::string domain_refusal_;  // why domain_alloc returned null, for queue_memory_fallback_
+  std::map<const void*, size_t> queue_allocs_;  // the hook's live allocations: base -> bytes
   ibv_mr* heap_mr_ = nullptr;
   bool heap_dmabuf_ = false;
   std::string device_name_;

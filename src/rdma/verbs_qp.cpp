@@ -57,7 +57,7 @@ Status verbs_error(const std::string& call, int err) {
 
 }  // namespace
 
-Status VerbsNetwork::create_queues() {
+Status VerbsNetwork::create_all_queues() {
   const int nq = config_.num_qp_per_pe;
   queues_.assign(static_cast<size_t>(config_.n_pes) * nq, Queue{});
   std::random_device seed;
@@ -101,16 +101,32 @@ constexpr uint64_t kSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_RE
 // MLX5 and Ionic: a CQ and a QP that the library allocates. The CQ must hold one CQE per WQEBB
 // the SQ has (every WQE is signalled, transport/rdma_engine.hpp, and the engine counts its flow
 // control in WQEBBs); export_mlx5 checks that against what rdma-core built.
+// With a parent domain (verbs_queue_memory.cpp) both are made on it, so that the provider takes
+// their rings and doorbell records from its allocators: the CQ through ibv_create_cq_ex with
+// IBV_CQ_INIT_ATTR_MASK_PD (plain ibv_create_cq has no PD; providers/mlx5/verbs.c create_cq keeps
+// cq_attr->parent_domain), the QP with the parent domain as its PD.
 Status VerbsNetwork::create_verbs_queue(Queue* queue, const std::string& what) {
-  queue->cq = ibv_create_cq(context_, static_cast<int>(config_.sq_wqes), nullptr, nullptr, 0);
-  if (!queue->cq) return verbs_error("ibv_create_cq" + what, errno);
+  if (queue_pd_) {
+    ibv_cq_init_attr_ex cq_attr{};
+    cq_attr.cqe = config_.sq_wqes;
+    cq_attr.wc_flags = IBV_WC_STANDARD_FLAGS;
+    cq_attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+    cq_attr.parent_domain = queue_pd_;
+    errno = 0;
+    ibv_cq_ex* cq = ibv_create_cq_ex(context_, &cq_attr);
+    if (!cq) return verbs_error("ibv_create_cq_ex(parent domain)" + what, errno);
+    queue->cq = ibv_cq_ex_to_cq(cq);
+  } else {
+    queue->cq = ibv_create_cq(context_, static_cast<int>(config_.sq_wqes), nullptr, nullptr, 0);
+    if (!queue->cq) return verbs_error("ibv_create_cq" + what, errno);
+  }
   ibv_qp_init_attr_ex init{};
   init.send_cq = queue->cq;
   init.recv_cq = queue->cq;
   init.qp_type = IBV_QPT_RC;
   init.sq_sig_all = 0;
   init.cap = send_caps(family_, config_.sq_wqes);
-  init.pd = pd_;
+  init.pd = queue_pd_ ? queue_pd_ : pd_;
   init.comp_mask = IBV_QP_INIT_ATTR_PD;
   // AMD's ionic provider (not in rdma-core 44) is driven as ROCm/mori drives it, with plain
   // ibv_create_qp; its entry size follows from max_inline_data (send_caps).
@@ -118,8 +134,11 @@ Status VerbsNetwork::create_verbs_queue(Queue* queue, const std::string& what) {
     init.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     init.send_ops_flags = kSendOps;
   }
+  errno = 0;
   queue->qp = ibv_create_qp_ex(context_, &init);
-  if (!queue->qp) return verbs_error("ibv_create_qp_ex" + what, errno);
+  if (!queue->qp)
+    return verbs_error(
+        std::string("ibv_create_qp_ex") + (queue_pd_ ? "(parent domain)" : "") + what, errno);
   return {};
 }
 

@@ -2,6 +2,8 @@
 // device owns their indices from then on), keys passed through.
 #include "rdma/verbs_runtime.hpp"
 
+#include <cstdio>
+
 #include "mori/transport/providers.hpp"
 #include "runtime/runtime.hpp"
 
@@ -78,9 +80,15 @@ Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma
   config.map_to_device = std::move(hooks.map_to_device);
   config.unmap_from_device = std::move(hooks.unmap_from_device);
   config.export_dmabuf = std::move(hooks.export_dmabuf);
+  config.queue_memory = std::move(hooks.queue_memory);
   std::unique_ptr<VerbsNetwork> verbs;
   MORI_TRY(VerbsNetwork::open(config, *rt.boot, &verbs, no_devices));
   if (*no_devices) return {};
+  // The queues are still usable in host memory, but slower and with the get-ordering hazard of
+  // reviews/2026-12-01-bringup.md B5 (docs/rdma-hardware.md, "Where the queues live"): one line.
+  if (!verbs->queue_memory_fallback().empty())
+    std::fprintf(stderr, "mori: init: PE %d: RDMA queues in host memory, not device memory: %s\n",
+                 rt.rank, verbs->queue_memory_fallback().c_str());
   auto network = std::make_unique<VerbsRdma>(std::move(verbs), nic);
   MORI_TRY(network->publish_endpoints());
   *out = std::move(network);

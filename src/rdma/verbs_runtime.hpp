@@ -11,13 +11,14 @@
 
 namespace mori::rdma {
 
-// What the backend contributes: how the GPU reaches host-side queue memory, how GPU memory is
-// exported for registration, and which GPU this PE drives. The host backend leaves them empty
+// What the backend contributes: how the GPU reaches host-side queue memory, where the queues
+// should live, how GPU memory is exported for registration, and which GPU this PE drives. The host backend leaves them empty
 // (the identity mapping, plain registration, local_rank % count for the device).
 struct GpuHooks {
   MapToDevice map_to_device;          // VerbsConfig::map_to_device
   UnmapFromDevice unmap_from_device;  // VerbsConfig::unmap_from_device
   ExportDmabuf export_dmabuf;         // VerbsConfig::export_dmabuf
+  QueueMemory queue_memory;           // VerbsConfig::queue_memory: device memory for the queues
   std::string gpu_pci_address;        // "0000:c1:00.0" (VerbsConfig::gpu_pci_address)
 };
 

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -110,6 +112,17 @@ int alloc_pd(File&, uint32_t pdn, const Udata& u) {
   return 0;
 }
 
+// A fault switch for tests: MORI_EMU_UNPINNABLE=<begin>-<end> (hex addresses, read at each
+// create) is memory that ib_umem_get cannot pin, as a GPU's VRAM without a peer-memory module
+// (pin_user_pages_fast refuses VM_IO | VM_PFNMAP mappings with EFAULT, which create_cq_user and
+// _create_user_qp return). A ring or doorbell record that overlaps it is refused so.
+bool unpinnable(uint64_t addr, uint64_t bytes) {
+  const char* range = std::getenv("MORI_EMU_UNPINNABLE");
+  unsigned long long begin = 0, end = 0;
+  if (!range || std::sscanf(range, "%llx-%llx", &begin, &end) != 2) return false;
+  return addr < end && addr + bytes > begin;
+}
+
 // create_cq_user (cq.c): the library's ring and doorbell record, 64- or 128-byte CQEs, known
 // flags only, no CQE compression (not emulated); mlx5_ib_create_cq: roundup_pow_of_two(cqe + 1)
 // entries, the CQ number in the udata.
@@ -127,6 +140,8 @@ int create_cq(File&, Cq& cq, uint32_t cqe, const Udata& u) {
   cq.entries = 1;
   while (cq.entries < cqe + 1) cq.entries <<= 1;
   cq.cqe_size = cmd.cqe_size;
+  if (unpinnable(cmd.buf_addr, uint64_t{cq.entries} * cq.cqe_size) || unpinnable(cmd.db_addr, 8))
+    return EFAULT;
   cq.buf = cmd.buf_addr;
   cq.dbrec = cmd.db_addr;
   cq.cqn = hca::alloc_cqn();
@@ -199,6 +214,7 @@ int create_qp(File& f, Qp& qp, const Udata& u) {
   const uint64_t buf_size = qp.sq_offset + (uint64_t{qp.sq_wqe_cnt} << 6);
   if (!cmd.buf_addr || !mapped(cmd.buf_addr, buf_size)) return EFAULT;
   if (!cmd.db_addr || !mapped(cmd.db_addr, 8)) return EFAULT;
+  if (unpinnable(cmd.buf_addr, buf_size) || unpinnable(cmd.db_addr, 8)) return EFAULT;
   qp.buf = cmd.buf_addr;
   qp.dbrec = cmd.db_addr;
   const uint32_t bfregn = alloc_bfreg(c);

@@ -11,6 +11,7 @@
 // failed with that text until src/rdma/verbs_qp.cpp named the QP's send operations.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -95,8 +96,12 @@ std::string kernel(Pe& pe, rdma::VerbsNetwork& net, int me) {
   return s.ok() ? std::string{} : s.message();
 }
 
+// Changes a PE's configuration before open; looks at its open network (test_queue_memory.cpp).
+using Configure = std::function<void(int rank, rdma::VerbsConfig& c)>;
+using Inspect = std::function<void(int rank, const rdma::VerbsNetwork& net)>;
+
 // Both PEs open, check what they exported, optionally run the kernel, and tear down.
-std::vector<Pe> run(bool traffic) {
+std::vector<Pe> run(bool traffic, const Configure& configure = {}, const Inspect& inspect = {}) {
   vd::ThreadHub hub(kPes, std::chrono::seconds(30));
   std::vector<Pe> pes(kPes);
   std::vector<std::thread> threads;
@@ -117,11 +122,13 @@ std::vector<Pe> run(bool traffic) {
       c.needs_rdma = {rank != 0, rank != 1};
       c.heap_base = pe.heap.data();
       c.heap_bytes = kHeapWords * 8;
+      if (configure) configure(rank, c);
       std::unique_ptr<rdma::VerbsNetwork> net;
       bool none = false;
       pe.status = rdma::VerbsNetwork::open(c, boot, &net, &none);
       if (!pe.status.ok()) return;
       pe.eps = net->endpoints();
+      if (inspect) inspect(rank, *net);
       if (traffic) {
         if (!(pe.status = boot.barrier()).ok()) return;
         pe.failure = kernel(pe, *net, rank);
@@ -131,6 +138,34 @@ std::vector<Pe> run(bool traffic) {
     });
   for (std::thread& t : threads) t.join();
   return pes;
+}
+
+// What the traffic kernel must have done on both PEs.
+void check_traffic(const std::vector<Pe>& pes) {
+  for (int me = 0; me < kPes; ++me) {
+    CAPTURE(me);
+    const Pe& pe = pes[me];
+    REQUIRE_MESSAGE(pe.status.ok(), pe.status.message());
+    CHECK_MESSAGE(pe.failure.empty(), pe.failure);
+    size_t bad = 0;
+    for (size_t i = 0; i < kN; ++i) {
+      bad += pe.heap[kDst + i] != pattern(1 - me, i);
+      bad += pe.heap[kInl + i] != pattern(1 - me, i) + 7;
+      bad += pe.heap[kReadDst + i] != ~pattern(1 - me, i);
+      bad += pe.heap[kReadSrc + i] != ~pattern(me, i);
+    }
+    CHECK(bad == 0);
+    CHECK(pe.heap[kCounter] == kN + 1000 * kLanes);
+    // The old values this PE fetched are the peer's counter's successive values, each once.
+    std::vector<int> seen(kN + 1000 * kLanes, 0);
+    for (size_t i = 0; i < kN; ++i)
+      if (pe.heap[kOld + i] < seen.size()) ++seen[pe.heap[kOld + i]];
+    for (uint64_t f : pe.fetched)
+      if (f < seen.size()) ++seen[f];
+    size_t once = 0;
+    for (int n : seen) once += n == 1;
+    CHECK(once == kN + kLanes);
+  }
 }
 
 }  // namespace
@@ -161,29 +196,5 @@ TEST_CASE("emulated_kernel: VerbsNetwork opens, exports and tears down on rdma-c
 
 TEST_CASE("emulated_kernel: writes, reads and fetch-adds between 2 PEs through rdma-core's rings") {
   mori::test::DeviceStateGuard state(20'000'000'000);
-  const std::vector<Pe> pes = run(true);
-  for (int me = 0; me < kPes; ++me) {
-    CAPTURE(me);
-    const Pe& pe = pes[me];
-    REQUIRE_MESSAGE(pe.status.ok(), pe.status.message());
-    CHECK_MESSAGE(pe.failure.empty(), pe.failure);
-    size_t bad = 0;
-    for (size_t i = 0; i < kN; ++i) {
-      bad += pe.heap[kDst + i] != pattern(1 - me, i);
-      bad += pe.heap[kInl + i] != pattern(1 - me, i) + 7;
-      bad += pe.heap[kReadDst + i] != ~pattern(1 - me, i);
-      bad += pe.heap[kReadSrc + i] != ~pattern(me, i);
-    }
-    CHECK(bad == 0);
-    CHECK(pe.heap[kCounter] == kN + 1000 * kLanes);
-    // The old values this PE fetched are the peer's counter's successive values, each once.
-    std::vector<int> seen(kN + 1000 * kLanes, 0);
-    for (size_t i = 0; i < kN; ++i)
-      if (pe.heap[kOld + i] < seen.size()) ++seen[pe.heap[kOld + i]];
-    for (uint64_t f : pe.fetched)
-      if (f < seen.size()) ++seen[f];
-    size_t once = 0;
-    for (int n : seen) once += n == 1;
-    CHECK(once == kN + kLanes);
-  }
+  check_traffic(run(true));
 }

@@ -33,6 +33,7 @@ std::vector<PeOutcome> open_two_pes(const TwoPes& how) {
       c.traffic_class = how.traffic_class;
       c.service_level = how.service_level;
       c.relaxed_ordering = how.relaxed_ordering;
+      c.queue_memory = how.queue_memory;
       c.ibuf_slots = 16;
       c.needs_rdma = {rank != 0, rank != 1};
       c.heap_base = heaps[rank].data();
