@@ -124,7 +124,8 @@ Status build(Runtime& rt) {
   // Allocated in the same order on every PE, so at the same offset: symmetric.
   MORI_TRY(rt.allocator->allocate(rt.team_scratch_bytes(), 4096, &rt.team_scratch_offset));
   MORI_TRY(rt.memory->ensure_mapped(rt.allocator->high_water()));
-  std::memset(rt.memory->base() + rt.internal_offset, 0, runtime::kInternalBytes);
+  MORI_TRY(
+      backend::fill_device(rt.memory->base() + rt.internal_offset, 0, runtime::kInternalBytes));
 
   // P2P to every same-node PE unless MORI_DISABLE_P2P; then only this PE's own memory is reached
   // directly and the rest goes over RDMA, as between nodes.
