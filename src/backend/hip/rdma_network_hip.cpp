@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 
+#include "backend/hip/host_registrations.hpp"
 #include "rdma/verbs_runtime.hpp"
 #include "runtime/runtime.hpp"
 
@@ -16,44 +18,68 @@ namespace mori::runtime {
 
 namespace {
 
+using backend::HostRegistrations;
+
 constexpr uint32_t kMinGpuSqWqes = 256;
 
 // Page-aligned [begin, end) around [p, p + bytes).
-void page_span(void* p, size_t bytes, uintptr_t* begin, size_t* length) {
+void page_span(const void* p, size_t bytes, uintptr_t* begin, size_t* length) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   *begin = a & ~(page - 1);
   *length = ((a + bytes + page - 1) & ~(page - 1)) - *begin;
 }
 
-// Maps host memory (or an MMIO page, with hipHostRegisterIoMemory) for the GPU. Doorbell records
-// and UAR pages are shared between QPs, so a page may come here twice: "already registered" is
-// fine.
-Status map_to_device(void* host, size_t bytes, bool mmio, void** device) {
-  uintptr_t begin = 0;
-  size_t length = 0;
-  page_span(host, bytes, &begin, &length);
-  unsigned flags = hipHostRegisterMapped | (mmio ? hipHostRegisterIoMemory : 0u);
-  hipError_t e = hipHostRegister(reinterpret_cast<void*>(begin), length, flags);
-  if (e != hipSuccess && e != hipErrorHostMemoryAlreadyRegistered) {
+// Portable | Mapped, for queue memory and MMIO doorbell pages alike, as ROCm/mori registers UARs
+// (mlx5.cpp Mlx5RegisterUarHost, bnxt.cpp). Not hipHostRegisterIoMemory: HIP's header says
+// "Not supported", and the newer clr gives it a path of its own (ROCCLR_MEM_IO_MEMORY in
+// ihipHostRegister, rocm-systems projects/clr/hipamd/src/hip_memory.cpp) that neither reference
+// takes.
+constexpr unsigned kRegisterFlags = hipHostRegisterPortable | hipHostRegisterMapped;
+
+Status register_span(uintptr_t begin, size_t length, uintptr_t* device) {
+  void* host = reinterpret_cast<void*>(begin);
+  hipError_t e = hipHostRegister(host, length, kRegisterFlags);
+  if (e != hipSuccess) {
     return Status::error(std::string("hipHostRegister of RDMA queue memory failed: ") +
                          hipGetErrorName(e));
   }
   void* base = nullptr;
-  e = hipHostGetDevicePointer(&base, reinterpret_cast<void*>(begin), 0);
+  e = hipHostGetDevicePointer(&base, host, 0);
   if (e != hipSuccess) {
+    (void)hipHostUnregister(host);
     return Status::error(std::string("hipHostGetDevicePointer of RDMA queue memory failed: ") +
                          hipGetErrorName(e));
   }
-  *device = static_cast<char*>(base) + (reinterpret_cast<uintptr_t>(host) - begin);
+  *device = reinterpret_cast<uintptr_t>(base);
+  return {};
+}
+
+// Every QP's queue memory of this process, one registration per page span
+// (host_registrations.hpp).
+std::mutex registrations_mu;
+HostRegistrations& registrations() {
+  static HostRegistrations r(register_span, [](uintptr_t begin) {
+    (void)hipHostUnregister(reinterpret_cast<void*>(begin));
+  });
+  return r;
+}
+
+// Maps host memory (or an MMIO page) for the GPU.
+Status map_to_device(void* host, size_t bytes, bool /*mmio*/, void** device) {
+  uintptr_t begin = 0;
+  size_t length = 0;
+  page_span(host, bytes, &begin, &length);
+  std::lock_guard lock(registrations_mu);
+  uintptr_t mapped = 0;
+  MORI_TRY(registrations().acquire(begin, length, reinterpret_cast<uintptr_t>(host), &mapped));
+  *device = reinterpret_cast<void*>(mapped);
   return {};
 }
 
 void unmap_from_device(void* host, bool /*mmio*/) {
-  uintptr_t begin = 0;
-  size_t length = 0;
-  page_span(host, 1, &begin, &length);
-  (void)hipHostUnregister(reinterpret_cast<void*>(begin));
+  std::lock_guard lock(registrations_mu);
+  (void)registrations().release(reinterpret_cast<uintptr_t>(host));
 }
 
 // hipMemGetHandleForAddressRange and its dma-buf handle type (HIP 6.2 and later; ROCm's
