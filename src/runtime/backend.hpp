@@ -17,6 +17,9 @@ const char* name();
 // device").
 Status open_device(int local_rank);
 void close_device();
+// Whether a failed device call ends the process with abort() instead of returning to the host: on
+// hip, ROCm's queue callback aborts (runtime/abort_report.hpp); the host backend's traps return.
+bool device_failure_aborts();
 // `pes` PEs of the job run on this machine: the host backend's waits yield the CPU sooner when
 // they outnumber its CPUs (platform/host.hpp, relax). Nothing on HIP.
 void note_machine_pes(int pes);

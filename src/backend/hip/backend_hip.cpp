@@ -46,6 +46,8 @@ Status open_device(int local_rank) {
   return check(hipSetDevice(local_rank % count), "hipSetDevice");
 }
 void close_device() {}
+// ROCm/clr rocclr/device/rocm/rocvirtual.cpp, callbackQueue: abort() on a queue error.
+bool device_failure_aborts() { return true; }
 
 Status alloc_device(size_t bytes, void** out) {
   return check(hipMalloc(out, bytes ? bytes : 1), "hipMalloc");

@@ -26,6 +26,7 @@ constexpr const char* kAbiSymbol = "mori_shmem_gpu_states_abi_version";
 const char* name() { return "host"; }
 
 Status open_device(int) { return {}; }
+bool device_failure_aborts() { return false; }
 
 // Against the machine's CPUs, not this process's affinity: mpirun binds each of 2 ranks to its own
 // core, which is one CPU per PE and no oversubscription.
