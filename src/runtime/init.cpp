@@ -213,7 +213,7 @@ int get_unique_id(UniqueId* uid) {
 int finalize() {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  Runtime* rt = require("finalize");
+  Runtime* rt = runtime::require_device("finalize");
   if (!rt) return -1;
   // Every PE must be done with every other PE's memory before any of it goes away.
   Status synced = backend::synchronize();

@@ -20,6 +20,7 @@ std::mutex& api_mutex() {
   return mu;
 }
 Runtime* current() { return slot().get(); }
+
 // The abort report (abort_report.hpp) lives as long as the runtime whose record it reads.
 void set_current(std::unique_ptr<Runtime> rt) {
   if (rt && rt->error && backend::device_failure_aborts()) {
@@ -37,6 +38,16 @@ std::unique_ptr<Runtime> take_current() {
 Runtime* require(const char* api) {
   Runtime* rt = current();
   if (!rt) report(api, "not initialised (call init or init_attr first)");
+  return rt;
+}
+
+Runtime* require_device(const char* api) {
+  Runtime* rt = require(api);
+  if (!rt) return nullptr;
+  if (Status s = backend::use_device(); !s.ok()) {
+    report(api, s);
+    return nullptr;
+  }
   return rt;
 }
 

@@ -104,6 +104,9 @@ Status open_contexts(Runtime& rt);
 
 // The runtime, or null after reporting "<api>: not initialised" when there is none.
 Runtime* require(const char* api);
+// require(), and the PE's GPU made the calling thread's current device (backend::use_device): for
+// every entry that touches the device, since HIP's current device is per thread.
+Runtime* require_device(const char* api);
 
 // Bytes of the heap the runtime keeps for itself at offset 0 (device barriers, signals).
 inline constexpr size_t kInternalBytes = 128 << 10;

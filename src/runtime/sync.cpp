@@ -14,7 +14,7 @@ using runtime::report;
 int barrier_all() {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  runtime::Runtime* rt = runtime::require("barrier_all");
+  runtime::Runtime* rt = runtime::require_device("barrier_all");
   if (!rt) return -1;
   // This PE's device work and memory writes complete before the others pass the barrier.
   Status s = backend::synchronize();
@@ -29,7 +29,7 @@ int barrier_all() {
 int module_init(void* module) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  runtime::Runtime* rt = runtime::require("module_init");
+  runtime::Runtime* rt = runtime::require_device("module_init");
   if (!rt) return -1;
   if (Status s = backend::publish_to_module(module, rt->states); !s.ok())
     return report("module_init", s);
