@@ -86,7 +86,8 @@ struct Runtime {
   std::vector<state::TeamDescriptor> teams;
   DeviceArray d_teams;
   std::vector<TeamHost> team_host;
-  std::vector<void*> modules;  // modules given to module_init: republished on every state change
+  // Modules given to module_init and not to module_finalize: republished on every state change.
+  std::vector<void*> modules;
 
   state::GpuStates states{};
   // Rebuilds `states` (and the regions table) and publishes it to this process and every module.

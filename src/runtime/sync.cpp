@@ -1,4 +1,4 @@
-// barrier_all and module_init.
+// barrier_all, module_init and module_finalize.
 #include <algorithm>
 #include <atomic>
 
@@ -36,6 +36,20 @@ int module_init(void* module) {
   // Later state changes (buffer_register, ...) reach the module too.
   if (std::find(rt->modules.begin(), rt->modules.end(), module) == rt->modules.end())
     rt->modules.push_back(module);
+  return 0;
+}
+
+int module_finalize(void* module) {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  runtime::Runtime* rt = runtime::require_device("module_finalize");
+  if (!rt) return -1;
+  if (!module) return report("module_finalize", "module is null");
+  auto it = std::find(rt->modules.begin(), rt->modules.end(), module);
+  if (it == rt->modules.end())
+    return report("module_finalize", "the module was not given to module_init (or was finalised)");
+  // Nothing is copied into it any more: after this call it may be unloaded.
+  rt->modules.erase(it);
   return 0;
 }
 

@@ -60,8 +60,9 @@ std::string calls_from_other_threads() {
   expect("buffer_deregister", 0, [&] { shmem::buffer_deregister(buffer.data(), buffer.size()); });
   expect("ext_alloc_shareable", 0, [&] { shareable = shmem::ext_alloc_shareable(4096); });
   expect("barrier_all", 0, [&] { shmem::barrier_all(); });
-  // Refused (a null module), but only after selecting the device.
+  // Refused (a null module, one never given to module_init), but only after selecting the device.
   expect("module_init", 0, [&] { shmem::module_init(nullptr); });
+  expect("module_finalize", 0, [&] { shmem::module_finalize(&buffer); });
   expect("team_split_strided", 0,
          [&] { shmem::team_split_strided(shmem::kTeamWorld, 0, 1, 1, nullptr, 0, &team); });
   expect("team_destroy", 0, [&] { shmem::team_destroy(team); });

@@ -182,6 +182,10 @@ int barrier_all();
 // backend, a dlopen handle on the host backend. Refuses a module built for another device-state ABI
 // version.
 int module_init(void* module);
+// Forgets a module given to module_init: later state changes (buffer_register, ...) no longer
+// reach it. Call it before unloading the module (hipModuleUnload, dlclose); its device state keeps
+// what it was last given. Like NVSHMEM's nvshmemx_cumodule_finalize.
+int module_finalize(void* module);
 
 // The reason of the last failed call on this thread ("" if none).
 const char* last_error();
