@@ -13,10 +13,18 @@ namespace mori::backend {
 // "host" or "hip".
 const char* name();
 
-// Selects the GPU of this PE (the local_rank-th visible device) or fails naming why ("no HIP
-// device").
+// Selects the GPU of this PE (the local_rank-th visible device) on the calling thread, and keeps
+// its id for use_device, or fails naming why ("no HIP device").
 Status open_device(int local_rank);
 void close_device();
+// Makes the GPU open_device chose the calling thread's current device: HIP's is per thread
+// (hipSetDevice), and the host API may be called from any thread. Nothing before open_device.
+Status use_device();
+// The device use_device last made current on the calling thread, -1 if none (tests).
+int thread_device();
+// Whether a failed device call ends the process with abort() instead of returning to the host: on
+// hip, ROCm's queue callback aborts (runtime/abort_report.hpp); the host backend's traps return.
+bool device_failure_aborts();
 // `pes` PEs of the job run on this machine: the host backend's waits yield the CPU sooner when
 // they outnumber its CPUs (platform/host.hpp, relax). Nothing on HIP.
 void note_machine_pes(int pes);

@@ -1,8 +1,7 @@
 #include "runtime/device_error.hpp"
 
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "mori/shmem/host_api.hpp"
 #include "runtime/error.hpp"
@@ -29,25 +28,69 @@ const char* kind(uint32_t code) {
   return code < sizeof kKinds / sizeof kKinds[0] ? kKinds[code] : "unknown device error";
 }
 
+// Appends to a fixed buffer, truncating, always NUL-terminated. No allocation, no locale and no
+// stdio, so that a signal handler may use it (abort_report.cpp): snprintf is not
+// async-signal-safe (POSIX.1-2017, 2.4.3).
+class Writer {
+ public:
+  Writer(char* out, size_t cap) : out_(out), cap_(cap) {
+    if (cap_ > 0) out_[0] = '\0';
+  }
+  Writer& text(const char* s, size_t n) {
+    for (size_t i = 0; i < n && length_ + 1 < cap_; ++i) out_[length_++] = s[i];
+    if (cap_ > 0) out_[length_] = '\0';
+    return *this;
+  }
+  Writer& text(const char* s) { return text(s, strlen(s)); }
+  Writer& dec(uint64_t v) {
+    char digits[20];
+    size_t n = 0;
+    do digits[n++] = static_cast<char>('0' + v % 10);
+    while ((v /= 10) != 0);
+    for (size_t i = 0; i < n / 2; ++i) std::swap(digits[i], digits[n - 1 - i]);
+    return text(digits, n);
+  }
+  Writer& dec_signed(int64_t v) {
+    if (v < 0) return text("-").dec(0 - static_cast<uint64_t>(v));
+    return dec(static_cast<uint64_t>(v));
+  }
+  Writer& hex(uint64_t v) {
+    char digits[16];
+    size_t n = 0;
+    do digits[n++] = "0123456789abcdef"[v & 0xf];
+    while ((v >>= 4) != 0);
+    for (size_t i = 0; i < n / 2; ++i) std::swap(digits[i], digits[n - 1 - i]);
+    return text("0x").text(digits, n);
+  }
+  size_t length() const { return length_; }
+
+ private:
+  char* out_;
+  size_t cap_;
+  size_t length_ = 0;
+};
+
 }  // namespace
 
-std::string describe_device_error(const state::DeviceError& record) {
-  if (record.code == 0) return {};
-  std::string text = kind(record.code);
+size_t format_device_error(const state::DeviceError& record, char* out, size_t cap) {
+  Writer w(out, cap);
+  if (record.code == 0) return 0;
+  w.text(kind(record.code));
   const size_t length = strnlen(record.message, sizeof record.message);
-  if (length > 0) return text + ": " + std::string(record.message, length);
-  char fields[256];
-  int n =
-      std::snprintf(fields, sizeof fields,
-                    " (code %" PRIu32 ", PE %" PRId32 ", address 0x%" PRIx64 ", observed %" PRIu64,
-                    record.code, record.pe, record.address, record.observed);
-  if (record.qp != 0 && n > 0 && static_cast<size_t>(n) < sizeof fields) {
-    n += std::snprintf(fields + n, sizeof fields - n,
-                       "; qp 0x%" PRIx32 ": posted %" PRIu32 ", completed %" PRIu32
-                       ", cq consumed %" PRIu32,
-                       record.qp, record.sq_posted, record.sq_completed, record.cq_consumed);
+  if (length > 0) return w.text(": ").text(record.message, length).length();
+  w.text(" (code ").dec(record.code).text(", PE ").dec_signed(record.pe);
+  w.text(", address ").hex(record.address).text(", observed ").dec(record.observed);
+  if (record.qp != 0) {
+    w.text("; qp ").hex(record.qp).text(": posted ").dec(record.sq_posted);
+    w.text(", completed ").dec(record.sq_completed).text(", cq consumed ").dec(record.cq_consumed);
   }
-  return text + fields + ")";
+  return w.text(")").length();
+}
+
+std::string describe_device_error(const state::DeviceError& record) {
+  char text[kDeviceErrorTextBytes];
+  const size_t length = format_device_error(record, text, sizeof text);
+  return std::string(text, length);
 }
 
 }  // namespace mori::runtime

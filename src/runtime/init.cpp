@@ -160,7 +160,8 @@ Status build(Runtime& rt) {
   // Allocated in the same order on every PE, so at the same offset: symmetric.
   MORI_TRY(rt.allocator->allocate(rt.team_scratch_bytes(), 4096, &rt.team_scratch_offset));
   MORI_TRY(rt.memory->ensure_mapped(rt.allocator->high_water()));
-  std::memset(rt.memory->base() + rt.internal_offset, 0, runtime::kInternalBytes);
+  MORI_TRY(
+      backend::fill_device(rt.memory->base() + rt.internal_offset, 0, runtime::kInternalBytes));
 
   // P2P to every same-node PE unless MORI_DISABLE_P2P; then only this PE's own memory is reached
   // directly and the rest goes over RDMA, as between nodes.
@@ -248,7 +249,7 @@ int get_unique_id(UniqueId* uid) {
 int finalize() {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  Runtime* rt = require("finalize");
+  Runtime* rt = runtime::require_device("finalize");
   if (!rt) return -1;
   // Every PE must be done with every other PE's memory before any of it goes away.
   Status synced = backend::synchronize();

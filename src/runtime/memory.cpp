@@ -123,7 +123,7 @@ Status find_allocation(const Runtime& rt, const void* ptr, size_t* offset) {
 void* allocate(const char* api, size_t alignment, size_t size, bool zero = false) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  Runtime* rt = require(api);
+  Runtime* rt = runtime::require_device(api);
   if (!rt) return nullptr;
   if (size == 0) return nullptr;  // OpenSHMEM: a zero size allocates nothing and returns null
   size_t offset = 0;
@@ -190,7 +190,7 @@ void* realloc(void* ptr, size_t size) {
   if (!ptr) return allocate("realloc", kDefaultAlignment, size);
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  Runtime* rt = require("realloc");
+  Runtime* rt = runtime::require_device("realloc");
   if (!rt) return nullptr;
   size_t old = 0;
   if (Status s = find_allocation(*rt, ptr, &old); !s.ok()) {

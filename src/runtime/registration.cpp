@@ -111,7 +111,7 @@ Status import_peers(const Runtime& rt, const std::vector<Entry>& all, runtime::R
 int register_buffer(const char* api, void* ptr, size_t size, bool symmetric) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  Runtime* rt = require(api);
+  Runtime* rt = runtime::require_device(api);
   if (!rt) return -1;
   const uint64_t base = reinterpret_cast<uint64_t>(ptr);
   Status local = check_new(*rt, base, size);
@@ -154,7 +154,15 @@ int buffer_register_symmetric(void* ptr, size_t size) {
 }
 
 void* ext_alloc_shareable(size_t size) {
+  std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
+  // On the PE's GPU once there is a runtime (hipMalloc allocates on the thread's current device).
+  if (runtime::current()) {
+    if (Status s = backend::use_device(); !s.ok()) {
+      report("ext_alloc_shareable", s);
+      return nullptr;
+    }
+  }
   void* p = nullptr;
   if (Status s = backend::alloc_shareable(size, &p); !s.ok()) {
     report("ext_alloc_shareable", s);
@@ -182,7 +190,7 @@ int ext_free_shareable(void* ptr) {
 int buffer_deregister(void* ptr, size_t size) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  Runtime* rt = runtime::require("buffer_deregister");
+  Runtime* rt = runtime::require_device("buffer_deregister");
   if (!rt) return -1;
   const uint64_t base = reinterpret_cast<uint64_t>(ptr);
   std::vector<Entry> all;

@@ -1,5 +1,8 @@
 #include "runtime/runtime.hpp"
 
+#include <cstdio>
+
+#include "runtime/abort_report.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
 
@@ -17,12 +20,34 @@ std::mutex& api_mutex() {
   return mu;
 }
 Runtime* current() { return slot().get(); }
-void set_current(std::unique_ptr<Runtime> rt) { slot() = std::move(rt); }
-std::unique_ptr<Runtime> take_current() { return std::move(slot()); }
+
+// The abort report (abort_report.hpp) lives as long as the runtime whose record it reads.
+void set_current(std::unique_ptr<Runtime> rt) {
+  if (rt && rt->error && backend::device_failure_aborts()) {
+    if (Status s = install_abort_report(rt->error); !s.ok())
+      std::fprintf(stderr, "mori: init: device errors will not be printed at abort: %s\n",
+                   s.message().c_str());
+  }
+  slot() = std::move(rt);
+}
+std::unique_ptr<Runtime> take_current() {
+  remove_abort_report();
+  return std::move(slot());
+}
 
 Runtime* require(const char* api) {
   Runtime* rt = current();
   if (!rt) report(api, "not initialised (call init or init_attr first)");
+  return rt;
+}
+
+Runtime* require_device(const char* api) {
+  Runtime* rt = require(api);
+  if (!rt) return nullptr;
+  if (Status s = backend::use_device(); !s.ok()) {
+    report(api, s);
+    return nullptr;
+  }
   return rt;
 }
 

@@ -89,7 +89,8 @@ struct Runtime {
   std::vector<state::TeamDescriptor> teams;
   DeviceArray d_teams;
   std::vector<TeamHost> team_host;
-  std::vector<void*> modules;  // modules given to module_init: republished on every state change
+  // Modules given to module_init and not to module_finalize: republished on every state change.
+  std::vector<void*> modules;
 
   state::GpuStates states{};
   // Rebuilds `states` (and the regions table) and publishes it to this process and every module.
@@ -107,6 +108,9 @@ Status open_contexts(Runtime& rt);
 
 // The runtime, or null after reporting "<api>: not initialised" when there is none.
 Runtime* require(const char* api);
+// require(), and the PE's GPU made the calling thread's current device (backend::use_device): for
+// every entry that touches the device, since HIP's current device is per thread.
+Runtime* require_device(const char* api);
 
 // Bytes of the heap the runtime keeps for itself at offset 0 (device barriers, signals).
 inline constexpr size_t kInternalBytes = 128 << 10;

@@ -1,4 +1,4 @@
-// barrier_all and module_init.
+// barrier_all, module_init and module_finalize.
 #include <algorithm>
 #include <atomic>
 
@@ -14,7 +14,7 @@ using runtime::report;
 int barrier_all() {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  runtime::Runtime* rt = runtime::require("barrier_all");
+  runtime::Runtime* rt = runtime::require_device("barrier_all");
   if (!rt) return -1;
   // This PE's device work and memory writes complete before the others pass the barrier.
   Status s = backend::synchronize();
@@ -29,13 +29,27 @@ int barrier_all() {
 int module_init(void* module) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
-  runtime::Runtime* rt = runtime::require("module_init");
+  runtime::Runtime* rt = runtime::require_device("module_init");
   if (!rt) return -1;
   if (Status s = backend::publish_to_module(module, rt->states); !s.ok())
     return report("module_init", s);
   // Later state changes (buffer_register, ...) reach the module too.
   if (std::find(rt->modules.begin(), rt->modules.end(), module) == rt->modules.end())
     rt->modules.push_back(module);
+  return 0;
+}
+
+int module_finalize(void* module) {
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  runtime::Runtime* rt = runtime::require_device("module_finalize");
+  if (!rt) return -1;
+  if (!module) return report("module_finalize", "module is null");
+  auto it = std::find(rt->modules.begin(), rt->modules.end(), module);
+  if (it == rt->modules.end())
+    return report("module_finalize", "the module was not given to module_init (or was finalised)");
+  // Nothing is copied into it any more: after this call it may be unloaded.
+  rt->modules.erase(it);
   return 0;
 }
 

@@ -98,7 +98,7 @@ int team_split_strided(Team parent, int start, int stride, int size, const TeamC
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "team_split_strided";
-  Runtime* rt = runtime::require(kApi);
+  Runtime* rt = runtime::require_device(kApi);
   if (!new_team) return report(kApi, "new_team is null");
   *new_team = kTeamInvalid;
   if (!rt) return -1;
@@ -120,7 +120,7 @@ int team_split_2d(Team parent, int xrange, const TeamConfig* xaxis_config, long 
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "team_split_2d";
-  Runtime* rt = runtime::require(kApi);
+  Runtime* rt = runtime::require_device(kApi);
   if (!xaxis_team || !yaxis_team) return report(kApi, "xaxis_team or yaxis_team is null");
   *xaxis_team = *yaxis_team = kTeamInvalid;
   if (!rt) return -1;
@@ -169,7 +169,7 @@ int team_destroy(Team team) {
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "team_destroy";
-  Runtime* rt = runtime::require(kApi);
+  Runtime* rt = runtime::require_device(kApi);
   if (!rt) return -1;
   if (team == kTeamInvalid) return 0;
   if (team >= 0 && team < state::kPredefinedTeams) {

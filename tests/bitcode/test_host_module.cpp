@@ -149,3 +149,27 @@ TEST_CASE("module.not_a_module") {
         "module_init: the module defines no mori::shmem::globalGpuStates "
         "(_ZN4mori5shmem15globalGpuStatesE): link it with libmori_shmem_device.bc");
 }
+
+// module_finalize forgets the module: later state changes (buffer_register republishes) no longer
+// reach it, so it may be unloaded. Before it, they do.
+TEST_CASE("module.finalize") {
+  Module m(poc_module("llvm"));
+  Session s;
+  init_module(m);
+  auto* states = m.symbol<state::GpuStates>("_ZN4mori5shmem15globalGpuStatesE");
+  std::vector<char> buffer(4096);
+  REQUIRE_MESSAGE(shmem::buffer_register(buffer.data(), buffer.size()) == 0, shmem::last_error());
+  CHECK(states->n_regions == 1);  // republished to the module
+  REQUIRE_MESSAGE(shmem::module_finalize(m.handle()) == 0, shmem::last_error());
+  *states = state::GpuStates{};
+  REQUIRE_MESSAGE(shmem::buffer_deregister(buffer.data(), buffer.size()) == 0, shmem::last_error());
+  REQUIRE_MESSAGE(shmem::buffer_register(buffer.data(), buffer.size()) == 0, shmem::last_error());
+  CHECK(states->abi_version == 0);  // nothing reached it
+  CHECK(states->n_regions == 0);
+  CHECK(shmem::module_finalize(m.handle()) != 0);
+  CHECK(std::string(shmem::last_error()) ==
+        "module_finalize: the module was not given to module_init (or was finalised)");
+  CHECK(shmem::module_finalize(nullptr) != 0);
+  CHECK(std::string(shmem::last_error()) == "module_finalize: module is null");
+  REQUIRE_MESSAGE(shmem::buffer_deregister(buffer.data(), buffer.size()) == 0, shmem::last_error());
+}

@@ -182,6 +182,10 @@ int barrier_all();
 // backend, a dlopen handle on the host backend. Refuses a module built for another device-state ABI
 // version.
 int module_init(void* module);
+// Forgets a module given to module_init: later state changes (buffer_register, ...) no longer
+// reach it. Call it before unloading the module (hipModuleUnload, dlclose); its device state keeps
+// what it was last given. Like NVSHMEM's nvshmemx_cumodule_finalize.
+int module_finalize(void* module);
 
 // The reason of the last failed call on this thread ("" if none).
 const char* last_error();
@@ -189,9 +193,11 @@ const char* last_error();
 // What the first device call to fail since init (or since the last device_error()) recorded before
 // its kernel trapped, as one line, e.g. "timeout: quiet timed out after 200 ms: qp 0x101 posted 4,
 // completed 3, cq consumed 0 (PE 1)"; "" if nothing failed. Reading clears the record, as
-// hipGetLastError does. Call it after the failed kernel has ended (hipDeviceSynchronize returned
-// its error). Release GPU builds record no text: the line then names the kind and the fields
-// (PE, address, observed value, and for RDMA the queue pair's indices).
+// hipGetLastError does. Call it after the failed launch has ended (host backend). On the hip
+// backend ROCm aborts the process on the trap, before any host code runs again: the record is then
+// printed at the abort, "mori: device error: <line>" (runtime/abort_report.hpp). Release GPU builds
+// record no text: the line then names the kind and the fields (PE, address, observed value, and for
+// RDMA the queue pair's indices).
 const char* device_error();
 
 }  // namespace mori::shmem

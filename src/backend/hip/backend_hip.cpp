@@ -24,6 +24,10 @@ Status check(hipError_t e, const char* what) {
                        hipGetErrorString(e) + ")");
 }
 
+// This PE's GPU (open_device), and the one use_device last made current on each thread.
+int pe_device = -1;
+thread_local int current_device = -1;
+
 std::mutex symbols_mu;
 std::vector<const void*>& symbols() {
   static std::vector<const void*> s;
@@ -43,9 +47,20 @@ Status open_device(int local_rank) {
     return Status::error(
         "no HIP device: hipGetDeviceCount found none (is /dev/kfd present and accessible?)");
   MORI_TRY(check(e, "hipGetDeviceCount"));
-  return check(hipSetDevice(local_rank % count), "hipSetDevice");
+  pe_device = local_rank % count;
+  return use_device();
 }
-void close_device() {}
+void close_device() { pe_device = -1; }
+
+Status use_device() {
+  if (pe_device < 0) return {};
+  MORI_TRY(check(hipSetDevice(pe_device), "hipSetDevice"));
+  current_device = pe_device;
+  return {};
+}
+int thread_device() { return current_device; }
+// ROCm/clr rocclr/device/rocm/rocvirtual.cpp, callbackQueue: abort() on a queue error.
+bool device_failure_aborts() { return true; }
 
 Status alloc_device(size_t bytes, void** out) {
   return check(hipMalloc(out, bytes ? bytes : 1), "hipMalloc");

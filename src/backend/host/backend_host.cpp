@@ -25,7 +25,24 @@ constexpr const char* kAbiSymbol = "mori_shmem_gpu_states_abi_version";
 
 const char* name() { return "host"; }
 
-Status open_device(int) { return {}; }
+namespace {
+// A PE's "device" is its local rank, recorded per thread as HIP records its current device, so that
+// tests see which host API entries select it (backend.hpp, use_device).
+int pe_device = -1;
+thread_local int current_device = -1;
+}  // namespace
+
+Status open_device(int local_rank) {
+  pe_device = local_rank;
+  current_device = local_rank;
+  return {};
+}
+Status use_device() {
+  if (pe_device >= 0) current_device = pe_device;
+  return {};
+}
+int thread_device() { return current_device; }
+bool device_failure_aborts() { return false; }
 
 // Against the machine's CPUs, not this process's affinity: mpirun binds each of 2 ranks to its own
 // core, which is one CPU per PE and no oversubscription.
@@ -33,7 +50,7 @@ void note_machine_pes(int pes) {
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   platform::host::set_oversubscribed(cpus > 0 && pes > cpus);
 }
-void close_device() {}
+void close_device() { pe_device = -1; }
 
 Status alloc_device(size_t bytes, void** out) {
   *out = std::calloc(1, bytes ? bytes : 1);
