@@ -59,8 +59,8 @@ Status register_memory(ibv_pd* pd, void* base, size_t bytes, uint64_t iova, int 
         (why_not_dmabuf.empty()
              ? std::string()
              : "; " + why_not_dmabuf +
-                   " (GPU memory needs dma-buf, Linux 5.12+ and ROCm's "
-                   "hipMemGetHandleForAddressRange, or a peer-memory kernel module)"));
+                   " (GPU memory needs dma-buf, Linux 5.12+ and ROCR's "
+                   "hsa_amd_portable_export_dmabuf, or a peer-memory kernel module)"));
   }
   out->mr = mr;
   out->fallback_reason = why_not_dmabuf;

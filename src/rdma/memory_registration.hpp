@@ -1,8 +1,9 @@
 // How VerbsNetwork registers memory with the NIC (docs/rdma-hardware.md, "Memory registration").
 //
 // GPU memory reaches a NIC in one of two ways. The upstream one is dma-buf: the GPU driver exports
-// the range as a dma-buf file descriptor (HIP: hipMemGetHandleForAddressRange with
-// hipMemRangeHandleTypeDmaBufFd) and the NIC imports it (ibv_reg_dmabuf_mr(3), rdma-core 34 and
+// the range's buffer object as a dma-buf file descriptor with the range's offset in it (the hip
+// backend: ROCR's hsa_amd_portable_export_dmabuf, backend/hip/dmabuf_export.hpp) and the NIC
+// imports it at that offset (ibv_reg_dmabuf_mr(3), rdma-core 34 and
 // later; Linux 5.12 and later). The other is plain ibv_reg_mr on the GPU's virtual address, which
 // works only with a peer-memory kernel module (amdgpu's peer-direct, or the out-of-tree
 // ib_peer_mem). ROCm/mori registers with dma-buf; so does register_memory, falling back to

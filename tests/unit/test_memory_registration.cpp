@@ -139,7 +139,7 @@ TEST_CASE("memory registration: when both fail, one error gives both causes") {
                     "failed: ") +
             std::strerror(EFAULT) +
             "; no dma-buf: this HIP runtime has no hipMemGetHandleForAddressRange (GPU memory "
-            "needs dma-buf, Linux 5.12+ and ROCm's hipMemGetHandleForAddressRange, or a "
+            "needs dma-buf, Linux 5.12+ and ROCR's hsa_amd_portable_export_dmabuf, or a "
             "peer-memory kernel module)");
   CHECK(reg.mr == nullptr);
   // Without an exporter the error is the plain one alone.

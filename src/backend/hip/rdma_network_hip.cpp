@@ -1,6 +1,6 @@
-// The hip backend's RDMA network: ibverbs devices, whose queue memory (SQ, CQ, doorbell records,
-// ibufs: host memory the provider library allocated; the UAR doorbell page: MMIO) the GPU reaches
-// through hipHostRegister mappings.
+// The hip backend's RDMA network: ibverbs devices whose SQs, CQs and doorbell records live in
+// uncached VRAM (alloc_queue_memory), or, when that fails, in host memory the GPU reaches through
+// hipHostRegister mappings, as do the ibufs and the doorbell pages (MMIO).
 #include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
 #include <hsa/hsa.h>
@@ -139,6 +139,34 @@ Status export_dmabuf_of(void* base, size_t bytes, int* fd, uint64_t* offset) {
   return backend::export_dmabuf(calls, base, bytes, fd, offset);
 }
 
+// Uncached VRAM for the RDMA queues (rdma/verbs_network.hpp, QueueMemory; reviews/
+// 2026-12-01-bringup.md B5), as rocSHMEM's parent-domain allocators (src/gpu_ib/connection.cpp,
+// hipExtMallocWithFlags(hipDeviceMallocUncached)) and ROCm/mori's umems: the GPU polls CQEs in
+// its own memory, and a get's data and its CQE reach the same PCIe completer, in order.
+// Zeroed, because rdma-core leaves a custom allocator's rings as they come (providers/mlx5/cq.c
+// mlx5_alloc_cq_buf, verbs.c mlx5_alloc_qp_buf), and synchronised before rdma-core's own CPU
+// writes (CQE owner bytes, doorbell records). Null on any failure, or when HIP's alignment falls
+// short of what the provider asks: VerbsNetwork then makes the queues in host memory and says why.
+#ifdef hipDeviceMallocUncached
+constexpr unsigned kDeviceMallocUncached = hipDeviceMallocUncached;
+#else
+// ROCm's hip_runtime_api.h defines it as 0x3; the HIP 5.2 headers Debian ships predate it.
+constexpr unsigned kDeviceMallocUncached = 0x3;
+#endif
+
+void* alloc_queue_memory(size_t bytes, size_t align) {
+  void* p = nullptr;
+  if (hipExtMallocWithFlags(&p, bytes, kDeviceMallocUncached) != hipSuccess) return nullptr;
+  if ((align && reinterpret_cast<uintptr_t>(p) % align) || hipMemset(p, 0, bytes) != hipSuccess ||
+      hipDeviceSynchronize() != hipSuccess) {
+    (void)hipFree(p);
+    return nullptr;
+  }
+  return p;
+}
+
+void free_queue_memory(void* p) { (void)hipFree(p); }
+
 // The current GPU's PCI address ("0000:c1:00.0"), from which the RDMA device nearest it is
 // chosen; "" if HIP cannot say, and then the device is local_rank % count.
 std::string current_gpu_pci_address() {
@@ -166,6 +194,8 @@ Status open_rdma_network(Runtime& rt, const std::vector<bool>& needs_rdma,
   hooks.map_to_device = map_to_device;
   hooks.unmap_from_device = unmap_from_device;
   hooks.export_dmabuf = export_dmabuf_of;
+  hooks.queue_memory.alloc = alloc_queue_memory;
+  hooks.queue_memory.free = free_queue_memory;
   hooks.gpu_pci_address = current_gpu_pci_address();
   return rdma::open_verbs_rdma(rt, needs_rdma, std::move(hooks), out, no_devices);
 }
