@@ -23,6 +23,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/host/softnic/bnxt_status.hpp"
 #include "mori/provider/bnxt_defs.hpp"
 
 namespace mori::emulated_kernel::bnxt {
@@ -124,25 +125,6 @@ bool decode(const void* entry, uint64_t index, WorkRequest* wr, std::string* why
   }
 }
 
-uint32_t status_of(CompletionStatus s) {
-  switch (s) {
-    case CompletionStatus::kSuccess:
-      return BNXT_RE_REQ_ST_OK;
-    case CompletionStatus::kLocalProtection:
-      return BNXT_RE_REQ_ST_PROT;
-    case CompletionStatus::kRemoteAccess:
-      return BNXT_RE_REQ_ST_REM_ACC;
-    case CompletionStatus::kRemoteInvalidRequest:
-      return BNXT_RE_REQ_ST_REM_INVAL;
-    case CompletionStatus::kLocalLength:
-      return BNXT_RE_REQ_ST_LOC_LEN;
-    case CompletionStatus::kFlushed:
-      return BNXT_RE_REQ_ST_WR_FLUSH;
-    default:
-      return BNXT_RE_REQ_ST_REM_OP;
-  }
-}
-
 // A requester CQE where bnxt_re_poll_one looks: entry n of the ring, its phase the start period
 // (1, from create_cq's response) flipped on every pass (bnxt_re_change_cq_phase), its con_indx the
 // WQE index after the completed one (bnxt_re_poll_success_scqe masks it with max_swr - 1 and keeps
@@ -159,8 +141,8 @@ void complete(state::RdmaEndpoint& ep, uint64_t* produced, uint64_t index, const
   std::memcpy(cqe, &req, sizeof(req));
   auto* base = reinterpret_cast<bnxt_re_bcqe*>(cqe + sizeof(req));
   base->qphi_rwrid = provider::le32::from(0);
-  const uint32_t flg =
-      bcqe_flg_st_typ_ph(status_of(status), BNXT_RE_WC_TYPE_SEND, cq_phase(n, ep.cq_entries));
+  const uint32_t flg = bcqe_flg_st_typ_ph(softnic::bnxt_status(status), BNXT_RE_WC_TYPE_SEND,
+                                          cq_phase(n, ep.cq_entries));
   std::atomic_ref<uint32_t>(base->flg_st_typ_ph.raw).store(flg, std::memory_order_release);
   *produced = n + 1;
 }

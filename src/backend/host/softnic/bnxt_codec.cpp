@@ -29,6 +29,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/host/softnic/bnxt_status.hpp"
 #include "backend/host/softnic/codec.hpp"
 #include "mori/provider/bnxt.hpp"
 
@@ -208,26 +209,6 @@ bool check_sequence(const state::RdmaEndpoint& ep, uint64_t index, const WorkReq
                   msn, idx, start, next, first_slot, *next_psn, want_next, packets);
   *next_psn = want_next;
   return true;
-}
-
-uint32_t bnxt_status(CompletionStatus status) {
-  switch (status) {
-    case CompletionStatus::kSuccess:
-      return BNXT_RE_REQ_ST_OK;
-    case CompletionStatus::kLocalProtection:
-      return BNXT_RE_REQ_ST_PROT;
-    case CompletionStatus::kRemoteAccess:
-      return BNXT_RE_REQ_ST_REM_ACC;
-    case CompletionStatus::kRemoteInvalidRequest:
-      return BNXT_RE_REQ_ST_REM_INVAL;
-    case CompletionStatus::kLocalLength:
-      return BNXT_RE_REQ_ST_LOC_LEN;
-    case CompletionStatus::kFlushed:
-      return BNXT_RE_REQ_ST_WR_FLUSH;
-    default:
-      // bnxt_re has no general requester status: the responder's failure stands in for it.
-      return BNXT_RE_REQ_ST_REM_OP;
-  }
 }
 
 // A requester CQE as the NIC writes it. Its con_indx (16 valid bits): on success the WQE count
