@@ -42,6 +42,10 @@
 
 namespace shmem = mori::shmem;
 
+// The device state this code object's kernels read, registered with the runtime at load (hip
+// backend); on the host backend it is libmori_shmem's and this is empty.
+MORI_SHMEM_DEFINE_GPU_STATES();
+
 namespace {
 
 // ---- sizes ----------------------------------------------------------------------------------------
