@@ -34,7 +34,6 @@ Status validate(const VerbsConfig& c) {
   if (!power_of_two(c.sq_wqes) || c.sq_wqes > 65536) return bad("sq_wqes is not 2^k <= 65536");
   if (!power_of_two(c.ibuf_slots)) return bad("ibuf_slots is not a power of two");
   if (c.needs_rdma.size() != static_cast<size_t>(c.n_pes)) return bad("needs_rdma is not [n_pes]");
-  if (c.needs_rdma[c.rank]) return bad("needs_rdma is set for this PE itself");
   if (!c.heap_base || !c.heap_bytes) return bad("no heap");
   if (c.gid_index < -1 || c.gid_index > 255) return bad("gid_index outside [0, 255]");
   if (!c.nic.empty() && c.nic != "mlx5" && c.nic != "bnxt" && c.nic != "ionic")

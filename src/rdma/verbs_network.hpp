@@ -120,10 +120,12 @@ struct VerbsConfig {
   int n_pes = 1;
   int local_rank = 0;  // this PE's index on its node; spreads PEs over equally near devices
   int num_qp_per_pe = 1;
-  uint32_t sq_wqes = 256;        // send queue depth asked for, a power of two (<= 65536)
-  uint32_t ibuf_slots = 256;     // ibuf landing slots per endpoint, a power of two
-  std::vector<bool> needs_rdma;  // [n_pes]: PEs reached over RDMA (symmetric; false for self)
-  void* heap_base = nullptr;     // the symmetric heap, registered for remote access
+  uint32_t sq_wqes = 256;     // send queue depth asked for, a power of two (<= 65536)
+  uint32_t ibuf_slots = 256;  // ibuf landing slots per endpoint, a power of two
+  // [n_pes]: PEs reached over RDMA (symmetric). Set for this PE itself, its QP to itself is
+  // connected to itself (runtime/amo_route.hpp routes a PE's own AMOs through its NIC that way).
+  std::vector<bool> needs_rdma;
+  void* heap_base = nullptr;  // the symmetric heap, registered for remote access
   size_t heap_bytes = 0;
   std::string device_filter_text;   // MORI_RDMA_DEVICES, as given (device_filter.hpp)
   int gid_index = -1;               // MORI_IB_GID_INDEX (0..255); -1: a RoCE v2 entry, 0 on IB

@@ -51,9 +51,9 @@ void open_and_check(int qps_per_pe) {
       // for the send ops the runtime names): 512 WQEBBs (providers/mlx5/verbs.c).
       CHECK(ep.sq_wqes == 512);
       CHECK(mine[q].sq_wqebbs == 512);
-      CHECK(mine[q].send_ops == (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
-                                 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                                 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD));
+      CHECK(mine[q].send_ops ==
+            (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+             IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD));
       CHECK(ep.cq_dbr != nullptr);
       CHECK(ep.sq != nullptr);
       CHECK(ep.dbr != nullptr);
@@ -191,5 +191,42 @@ TEST_CASE("open: a device with atomic_cap IBV_ATOMIC_NONE opens and records it")
   }
   CHECK(caps[0] == mori::runtime::AtomicCap::kNone);
   CHECK(caps[1] == mori::runtime::AtomicCap::kGlob);
+  vd::check_nothing_alive();
+}
+
+// The runtime asks for a QP to the PE itself where its AMOs on its own memory must go through its
+// NIC (runtime/amo_route.hpp, B12): that QP is connected to itself, its destination its own QPN
+// and its receive PSN its own send PSN, and its GID its own port's, so that the HCA loops its
+// requests back to itself. Each PE's other QP still pairs with the peer's.
+TEST_CASE("open: a QP to the PE itself is connected to itself") {
+  vd::reset({vd::roce_mlx5("mlx5_0", 1), vd::roce_mlx5("mlx5_1", 2)});
+  vd::TwoPes how;
+  how.loopback = true;
+  const std::vector<vd::PeOutcome> outcome = vd::open_two_pes(how);
+  const std::string refused = vd::all_refusals();
+  CHECK_MESSAGE(refused.empty(), refused);
+  for (int pe = 0; pe < 2; ++pe) {
+    CAPTURE(pe);
+    vd::check_opened(outcome[pe]);
+    const std::vector<mori::state::RdmaEndpoint>& eps = outcome[pe].endpoints;
+    REQUIRE(eps.size() == 2);
+    REQUIRE(eps[pe].sq != nullptr);  // the QP to itself
+    REQUIRE(eps[1 - pe].sq != nullptr);
+    const std::vector<vd::QpRecord> mine = vd::records_of("mlx5_" + std::to_string(pe));
+    REQUIRE(mine.size() == 2);
+    for (const vd::QpRecord& r : mine) {
+      vd::check_transitions(r);
+      if (r.qpn == eps[pe].qpn) {
+        CHECK(r.dest_qpn == r.qpn);
+        CHECK(r.rq_psn == r.sq_psn);
+      } else {
+        CHECK(r.qpn == eps[1 - pe].qpn);
+        CHECK(r.dest_qpn != r.qpn);
+      }
+    }
+  }
+  std::string problems;
+  for (const std::string& p : vd::connection_problems()) problems += p + "\n";
+  CHECK_MESSAGE(problems.empty(), problems);
   vd::check_nothing_alive();
 }

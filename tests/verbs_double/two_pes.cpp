@@ -35,7 +35,7 @@ std::vector<PeOutcome> open_two_pes(const TwoPes& how) {
       c.relaxed_ordering = how.relaxed_ordering;
       c.queue_memory = how.queue_memory;
       c.ibuf_slots = 16;
-      c.needs_rdma = {rank != 0, rank != 1};
+      c.needs_rdma = {how.loopback || rank != 0, how.loopback || rank != 1};
       c.heap_base = heaps[rank].data();
       c.heap_bytes = heaps[rank].size();
       std::unique_ptr<rdma::VerbsNetwork> net;

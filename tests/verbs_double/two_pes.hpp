@@ -32,7 +32,8 @@ struct TwoPes {
   uint32_t sq_wqes = 256;
   uint8_t traffic_class = 0, service_level = 0;  // VerbsConfig's MORI_RDMA_TC, MORI_RDMA_SL
   bool relaxed_ordering = false;                 // VerbsConfig's MORI_RDMA_RELAXED_ORDERING
-  mori::rdma::QueueMemory queue_memory;          // VerbsConfig::queue_memory (both PEs)
+  bool loopback = false;  // needs_rdma for the PE itself too: QPs connected to themselves
+  mori::rdma::QueueMemory queue_memory;  // VerbsConfig::queue_memory (both PEs)
   // Called on each PE's thread while its network is open, after the export.
   std::function<void(int rank, mori::rdma::VerbsNetwork& net, PeOutcome& out)> while_open;
 };
