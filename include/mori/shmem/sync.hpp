@@ -40,14 +40,18 @@ MORI_DEVICE void order(const char* call, int pe, int qp) {
     // the data, and a quiet of its QPs for the AMOs (a fence too, since a NIC's fence flag orders
     // only its own WQEs, not a later P2P store after an AMO).
     transport::with_amo_transport(call, pe, [&]<typename Tr>() {
-      if constexpr (!std::is_same_v<Tr, transport::Sdma>) {
-        if (!transport::rdma_reaches(pe)) {
-          transport::P2p::quiet(pe, qp);
+      if constexpr (std::is_same_v<Tr, transport::Sdma>) {
+        run.template operator()<Tr>();
+      } else {
+        // One call of Tr::quiet per family, routed or not: it is most of quiet(pe), and two
+        // inlined copies would double it.
+        const bool routed = !transport::rdma_reaches(pe);
+        if (routed) transport::P2p::quiet(pe, qp);
+        if (kQuiet || routed)
           Tr::quiet(pe, qp);
-          return;
-        }
+        else
+          Tr::fence(pe, qp);
       }
-      run.template operator()<Tr>();
     });
   }
 }
