@@ -55,6 +55,7 @@ struct FakeJob {
     s.heap_base = reinterpret_cast<uint64_t>(heap);
     s.heap_size = sizeof heap;
     s.transports = transports;
+    s.amo_transports = transports;  // no PE's AMOs are routed apart from its data
     s.peer_bases = peer_bases;
     s.remote_bases = remote_bases;
     s.rkeys = rkeys;
