@@ -86,9 +86,10 @@ Status VerbsNetwork::open(const VerbsConfig& config, bootstrap::Bootstrap& boot,
 Status VerbsNetwork::register_heap() {
   Status local;
   Registration reg;
-  local = register_memory(
-      pd_, config_.heap_base, config_.heap_bytes, reinterpret_cast<uint64_t>(config_.heap_base),
-      mr_access(config_.relaxed_ordering), "the symmetric heap", config_.export_dmabuf, verbs_registration_calls(), &reg);
+  local = register_memory(pd_, config_.heap_base, config_.heap_bytes,
+                          reinterpret_cast<uint64_t>(config_.heap_base),
+                          mr_access(config_.relaxed_ordering), "the symmetric heap",
+                          config_.export_dmabuf, verbs_registration_calls(), &reg);
   heap_mr_ = reg.mr;
   heap_dmabuf_ = reg.dmabuf;
   MORI_TRY(agree(local, "registering the symmetric heap"));
@@ -163,9 +164,8 @@ Status VerbsNetwork::register_region(void* base, size_t bytes, uint32_t* lkey,
   } else {
     Registration reg;
     local = register_memory(pd_, base, bytes, reinterpret_cast<uint64_t>(base),
-                            mr_access(config_.relaxed_ordering),
-                            "a registered buffer", config_.export_dmabuf,
-                            verbs_registration_calls(), &reg);
+                            mr_access(config_.relaxed_ordering), "a registered buffer",
+                            config_.export_dmabuf, verbs_registration_calls(), &reg);
     mr = reg.mr;
   }
   Status s = agree(local, "registering a region");

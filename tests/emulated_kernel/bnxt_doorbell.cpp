@@ -91,7 +91,7 @@ void on_fault(int sig, siginfo_t* info, void* context) {
 void install() {
   static std::once_flag once;
   std::call_once(once, [] {
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
     sigemptyset(&sa.sa_mask);

@@ -259,9 +259,9 @@ void* mmap(void* addr, size_t bytes, int prot, int flags, int fd, off_t offset) 
   ek::File& f = *g_files[fd];
   void* out = MAP_FAILED;
   const long page = sysconf(_SC_PAGESIZE);
-  const int rc = f.has_context ? ek::driver().mmap(f, static_cast<uint64_t>(offset) / page,
-                                                        bytes, prot, &out)
-                               : EINVAL;  // uverbs_mmap: no ucontext yet
+  const int rc = f.has_context
+                     ? ek::driver().mmap(f, static_cast<uint64_t>(offset) / page, bytes, prot, &out)
+                     : EINVAL;  // uverbs_mmap: no ucontext yet
   if (rc) {
     errno = rc;
     return MAP_FAILED;

@@ -116,8 +116,9 @@ struct Qp {
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
-  uint32_t wqe_cnt = 0;     // MLX5: WQEBBs of 64 bytes
-  uint64_t send_ops = 0;    // ibv_qp_create_send_ops_flags it was made for (rdma-core's default if none)
+  uint32_t wqe_cnt = 0;  // MLX5: WQEBBs of 64 bytes
+  uint64_t send_ops =
+      0;  // ibv_qp_create_send_ops_flags it was made for (rdma-core's default if none)
   std::vector<uint8_t> sq;  // MLX5: wqe_cnt * 64 bytes
   uint32_t dbrec[2] = {};
   size_t record = 0;  // its entry in Fabric::history

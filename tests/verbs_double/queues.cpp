@@ -46,12 +46,12 @@ constexpr uint32_t kMaxSqDescSz = 512;
 // (providers/mlx5/verbs.c, _sq_overhead; segment sizes from mlx5dv.h).
 uint32_t sq_overhead(uint64_t ops) {
   uint32_t size = sizeof(mlx5_wqe_ctrl_seg);
-  if (ops & (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-             IBV_QP_EX_WITH_RDMA_READ))
+  if (ops &
+      (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ))
     size = std::max<uint32_t>(size, sizeof(mlx5_wqe_ctrl_seg) + sizeof(mlx5_wqe_raddr_seg));
   if (ops & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))
-    size = std::max<uint32_t>(size, sizeof(mlx5_wqe_ctrl_seg) + sizeof(mlx5_wqe_raddr_seg) +
-                                        sizeof(mlx5_wqe_atomic_seg));
+    size = std::max<uint32_t>(
+        size, sizeof(mlx5_wqe_ctrl_seg) + sizeof(mlx5_wqe_raddr_seg) + sizeof(mlx5_wqe_atomic_seg));
   if (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV))
     size = std::max<uint32_t>(size, sizeof(mlx5_wqe_ctrl_seg) + sizeof(mlx5_wqe_umr_ctrl_seg) +
                                         sizeof(mlx5_wqe_mkey_context_seg) +
@@ -63,10 +63,10 @@ uint32_t sq_overhead(uint64_t ops) {
 // the WQE size (EINVAL).
 uint32_t sq_wqebbs(const ibv_qp_cap& cap, uint64_t ops) {
   const uint32_t overhead = sq_overhead(ops);
-  const uint32_t inl = cap.max_inline_data
-                           ? overhead + (sizeof(mlx5_wqe_inl_data_seg) + cap.max_inline_data + 15) /
-                                            16 * 16
-                           : 0;
+  const uint32_t inl =
+      cap.max_inline_data
+          ? overhead + (sizeof(mlx5_wqe_inl_data_seg) + cap.max_inline_data + 15) / 16 * 16
+          : 0;
   const uint32_t gather = overhead + sizeof(mlx5_wqe_data_seg) * cap.max_send_sge;
   const uint32_t wqe = (std::max(inl, gather) + 63) / 64 * 64;
   if (std::max(inl, gather) > kMaxSqDescSz) return 0;
@@ -217,7 +217,8 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* init) {
   // providers/mlx5/verbs.c, create_qp: comp_mask beyond MLX5_CREATE_QP_SUP_COMP_MASK is refused;
   // the double models the PD and the send-op set of it.
   if (init->comp_mask & ~uint32_t{IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS})
-    return refuse_null(f, EOPNOTSUPP, "create_qp: the double models comp_mask PD and SEND_OPS_FLAGS only");
+    return refuse_null(f, EOPNOTSUPP,
+                       "create_qp: the double models comp_mask PD and SEND_OPS_FLAGS only");
   Pd* p = find(f.pds, init->pd);
   if (!p || &p->context->vctx.context != context)
     return refuse_null(f, EINVAL, "create_qp: not a PD of the fabric's context");
