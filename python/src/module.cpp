@@ -265,4 +265,9 @@ PYBIND11_MODULE(_mori_shmem, m) {
       py::arg("module"),
       "Copies the device state into a loaded module: a hipModule_t, or on the host backend a "
       "dlopen handle (ctypes.CDLL(path)._handle); returns 0.");
+  m.def(
+      "shmem_module_finalize",
+      [](uint64_t module) { return check(shmem::module_finalize(as_pointer(module))); },
+      py::arg("module"),
+      "Forgets a module given to shmem_module_init, so that it may be unloaded; returns 0.");
 }

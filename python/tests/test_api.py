@@ -182,6 +182,9 @@ def test_module_init(solo_pe):
     assert module.mori_test_module_pes() == 0
     assert shmem.shmem_module_init(module._handle) == 0
     assert module.mori_test_module_pes() == 0 * 1000 + 1
+    assert shmem.shmem_module_finalize(module._handle) == 0
+    with pytest.raises(RuntimeError, match="^module_finalize: the module was not given to module_init"):
+        shmem.shmem_module_finalize(module._handle)
 
 
 @pytest.fixture
