@@ -7,6 +7,7 @@
 
 #include "mori/state/gpu_states.hpp"
 #include "mori/status.hpp"
+#include "runtime/stream_op.hpp"
 
 namespace mori::backend {
 
@@ -65,8 +66,16 @@ struct Imported {
 Status import_shareable(const ShareableHandle& handle, size_t bytes, Imported* out);
 void release_imported(const Imported& imported);
 
-// Waits until every kernel and copy this PE has started has finished.
+// Waits until every kernel and copy this PE has started has finished, on every stream.
 Status synchronize();
+
+// Streams (shmem/stream_api.hpp). `stream` is the caller's: a hipStream_t on hip, a
+// mori::host::Stream* on the host backend; nullptr is the default stream.
+// Enqueues `op` after everything already on `stream` and returns at once: it never waits for the
+// device, and on hip it allocates nothing, so that a HIP graph can capture it.
+Status stream_enqueue(void* stream, const runtime::StreamOp& op);
+// Waits for everything enqueued on `stream` so far; fails with the first failure of that work.
+Status stream_synchronize(void* stream);
 
 // Makes `states` the device state of this process's own code (libmori_shmem, and on hip every copy
 // registered with MORI_SHMEM_DEFINE_GPU_STATES).
