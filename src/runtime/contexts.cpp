@@ -7,6 +7,7 @@
 #include "mori/shmem/host_api.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::runtime {
@@ -45,6 +46,7 @@ std::string created_range(int num_qp) {
 }  // namespace
 
 int ctx_create(long options, Ctx* ctx) {
+  runtime::host_only("ctx_create", ", or ctx_create<Scope> from device code");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "ctx_create";
@@ -77,6 +79,7 @@ int ctx_create(long options, Ctx* ctx) {
 }
 
 int ctx_destroy(Ctx ctx) {
+  runtime::host_only("ctx_destroy", ", or ctx_destroy<Scope> from device code");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "ctx_destroy";

@@ -15,6 +15,7 @@
 #include "runtime/amo_route.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/node.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/team_table.hpp"
@@ -230,16 +231,19 @@ int start(const char* api, const std::function<Status(Runtime&)>& connect) {
 }  // namespace
 
 int init() {
+  runtime::host_only("init");
   return start("init", [](Runtime& rt) {
     return connect(true, MORI_SHMEM_INIT_WITH_MPI_COMM, nullptr, rt);
   });
 }
 
 int init_attr(unsigned flags, const InitAttr* attr) {
+  runtime::host_only("init_attr");
   return start("init_attr", [&](Runtime& rt) { return connect(false, flags, attr, rt); });
 }
 
 int get_unique_id(UniqueId* uid) {
+  runtime::host_only("get_unique_id");
   runtime::clear_error();
   if (!uid) return report("get_unique_id", "uid is null");
   if (Status s = bootstrap::new_unique_id(uid); !s.ok()) return report("get_unique_id", s);
@@ -247,6 +251,7 @@ int get_unique_id(UniqueId* uid) {
 }
 
 int finalize() {
+  runtime::host_only("finalize");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = runtime::require_device("finalize");
@@ -268,14 +273,17 @@ int finalize() {
 }
 
 int my_pe() {
+  MORI_LANE_FORM(my_pe());
   Runtime* rt = require("my_pe");
   return rt ? rt->rank : -1;
 }
 int n_pes() {
+  MORI_LANE_FORM(n_pes());
   Runtime* rt = require("n_pes");
   return rt ? rt->n_pes : -1;
 }
 int num_qp_per_pe() {
+  runtime::host_only("num_qp_per_pe");
   Runtime* rt = require("num_qp_per_pe");
   return rt ? rt->settings.num_qp_per_pe : -1;
 }

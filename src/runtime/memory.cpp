@@ -19,6 +19,7 @@
 #include "mori/shmem/host_api.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::shmem {
@@ -156,13 +157,18 @@ bool reachable(const Runtime& rt, int pe) {
 
 }  // namespace
 
-void* malloc(size_t size) { return allocate("malloc", kDefaultAlignment, size); }
+void* malloc(size_t size) {
+  runtime::host_only("malloc");
+  return allocate("malloc", kDefaultAlignment, size);
+}
 
 void* malloc_align(size_t alignment, size_t size) {
+  runtime::host_only("malloc_align");
   return allocate("malloc_align", alignment, size);
 }
 
 void* ext_malloc_with_flags(size_t size, unsigned flags) {
+  runtime::host_only("ext_malloc_with_flags");
   if (flags != 0) {
     runtime::clear_error();
     report("ext_malloc_with_flags",
@@ -173,6 +179,7 @@ void* ext_malloc_with_flags(size_t size, unsigned flags) {
 }
 
 void* calloc(size_t count, size_t size) {
+  runtime::host_only("calloc");
   if (count != 0 && size > SIZE_MAX / count) {
     runtime::clear_error();
     report("calloc", std::to_string(count) + " objects of " + std::to_string(size) +
@@ -187,6 +194,7 @@ void* calloc(size_t count, size_t size) {
 // PE's earlier writes to the old object have landed) and the release's (no PE returns, and so
 // writes to the new object, before every PE has copied).
 void* realloc(void* ptr, size_t size) {
+  runtime::host_only("realloc");
   if (!ptr) return allocate("realloc", kDefaultAlignment, size);
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
@@ -218,6 +226,7 @@ void* realloc(void* ptr, size_t size) {
 }
 
 int free(void* ptr) {
+  runtime::host_only("free");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = require("free");
@@ -231,12 +240,14 @@ int free(void* ptr) {
 
 // A 0 answer is not an error: last_error() is "" after it (the Python module relies on that).
 int pe_accessible(int pe) {
+  runtime::host_only("pe_accessible");
   runtime::clear_error();
   Runtime* rt = require("pe_accessible");
   return rt && reachable(*rt, pe) ? 1 : 0;
 }
 
 int addr_accessible(const void* addr, int pe) {
+  runtime::host_only("addr_accessible");
   runtime::clear_error();
   Runtime* rt = require("addr_accessible");
   if (!rt || !reachable(*rt, pe)) return 0;
@@ -244,6 +255,7 @@ int addr_accessible(const void* addr, int pe) {
 }
 
 uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe) {
+  MORI_LANE_FORM(ptr_p2p(ptr, my_pe, dest_pe));
   runtime::clear_error();
   Runtime* rt = require("ptr_p2p");
   if (!rt) return 0;
