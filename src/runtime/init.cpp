@@ -15,6 +15,7 @@
 #include "runtime/amo_route.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/exit_line.hpp"
 #include "runtime/host_only.hpp"
 #include "runtime/node.hpp"
 #include "runtime/runtime.hpp"
@@ -184,14 +185,31 @@ Status build(Runtime& rt) {
   std::memset(rt.error, 0, sizeof(state::DeviceError));
   MORI_TRY(runtime::open_contexts(rt));
   MORI_TRY(rt.publish());
+  // Before the last barrier: once any PE returns from init, every PE's exit line listens.
+  if (!rt.abort_job) MORI_TRY(runtime::open_exit_line(rt));
   return boot.barrier();
+}
+
+// What mori gives over MPI: the thread level (mori's MPI calls are made one at a time, under the
+// API lock, from whichever thread calls mori: MPI_THREAD_SERIALIZED suffices for
+// kThreadMultiple, and a lower MPI level is the most mori can give), and global_exit's way out.
+void use_mpi(const MPI_Comm* user_comm, Runtime& rt) {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  rt.thread_level = level >= MPI_THREAD_SERIALIZED ? kThreadMultiple
+                    : level == MPI_THREAD_FUNNELED ? kThreadFunneled
+                                                   : kThreadSingle;
+  const MPI_Comm comm = user_comm ? *user_comm : MPI_COMM_WORLD;
+  rt.abort_job = [comm](int status) { MPI_Abort(comm, status); };
 }
 
 // The bootstrap that init and init_attr ask for with `flags`.
 Status connect(bool from_init, unsigned flags, const InitAttr* attr, Runtime& rt) {
   if (flags == MORI_SHMEM_INIT_WITH_MPI_COMM) {
     if (from_init) MORI_TRY(ensure_mpi(&rt.mpi_initialized_here));
-    return bootstrap::make_mpi_bootstrap(attr ? attr->mpi_comm : nullptr, &rt.boot);
+    MORI_TRY(bootstrap::make_mpi_bootstrap(attr ? attr->mpi_comm : nullptr, &rt.boot));
+    use_mpi(attr ? static_cast<const MPI_Comm*>(attr->mpi_comm) : nullptr, rt);
+    return Status{};
   }
   if (flags == MORI_SHMEM_INIT_WITH_UNIQUEID) {
     if (!attr)

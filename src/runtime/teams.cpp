@@ -194,6 +194,8 @@ int team_destroy(Team team) {
   if (s.ok() && rt->rdma) s = rt->rdma->drain();
   if (s.ok()) s = rt->team_host[team].boot->barrier();
   if (s.ok()) s = runtime::clear_team(*rt, team);
+  // Its contexts stay live (their QPs are this PE's), but belong to no team now.
+  if (s.ok()) std::replace(rt->ctx_teams.begin(), rt->ctx_teams.end(), team, kTeamInvalid);
   return s.ok() ? 0 : report(kApi, s);
 }
 

@@ -200,4 +200,53 @@ const char* last_error();
 // RDMA the queue pair's indices).
 const char* device_error();
 
+// ---- OpenSHMEM 1.5: threads, exit, team pointers and contexts, hinted allocation ---------------
+// Thread levels (shmem_init_thread, section 9.2): SHMEM_THREAD_SINGLE ... SHMEM_THREAD_MULTIPLE,
+// with the values of Open MPI's shmem.h.
+inline constexpr int kThreadSingle = 0;
+inline constexpr int kThreadFunneled = 1;
+inline constexpr int kThreadSerialized = 2;
+inline constexpr int kThreadMultiple = 3;
+// As init, then *provided = the level mori gives: kThreadMultiple (every host API call is safe
+// from any thread: each takes the API lock, and the queries read state that only collective calls
+// change), unless mori reaches MPI through a communicator whose MPI was initialised below
+// MPI_THREAD_SERIALIZED: then MPI's level (mori makes its MPI calls from the calling thread).
+// Collective calls stay collective: every PE makes them in the same order, so threads of one PE
+// that make collective calls must order them among themselves. `requested` outside
+// [kThreadSingle, kThreadMultiple] or a null `provided` fails with the reason, before init.
+int init_thread(int requested, int* provided);
+// The level init_thread gave (also after init and init_attr); -1 and an error before init.
+int query_thread(int* provided);
+
+// As shmem_global_exit: ends every PE's process with exit status `status`, whatever each is doing
+// (in a kernel, a barrier, a bootstrap call). Over MPI it is MPI_Abort(comm, status) on mori's
+// communicator, so the launcher reports `status`; over the unique-ID bootstrap each PE's exit line
+// (a listener and a watcher thread, opened at init) receives the status and the PE exits with it.
+// Before init it ends this process alone. stdio buffers are flushed; nothing else is released.
+[[noreturn]] void global_exit(int status);
+
+// As shmem_team_ptr: where this process loads and stores the copy of the symmetric object at
+// `dest` (in this PE's heap or a symmetric registration) held by `pe` of `team`, or nullptr when
+// that copy is not mapped here (RDMA, a plain buffer_register buffer) or `pe` is not in the team.
+void* team_ptr(Team team, const void* dest, int pe);
+
+// As shmem_team_create_ctx: ctx_create, remembering `team` for ctx_get_team. `team` must be valid
+// on this PE. mori's context calls (ctx_put, ...) take world PE numbers for every context: for a
+// team's context, translate with team_translate_pe. Not collective.
+int team_create_ctx(Team team, long options, Ctx* ctx);
+// As shmem_ctx_get_team: kTeamWorld for kCtxDefault and for contexts from ctx_create (host or
+// device), the team of team_create_ctx's, kTeamInvalid once that team is destroyed. A context that
+// is not live on this PE fails with the reason, *team = kTeamInvalid.
+int ctx_get_team(Ctx ctx, Team* team);
+
+// shmem_malloc_with_hints' hints (section 9.3.2): the object will be the target of remote atomics,
+// or of signals. mori's heap serves both already (over RDMA it is registered with remote atomic
+// access), so the hints change nothing about where the object goes.
+inline constexpr long kMallocAtomicsRemote = 1 << 0;  // SHMEM_MALLOC_ATOMICS_REMOTE
+inline constexpr long kMallocSignalRemote = 1 << 1;   // SHMEM_MALLOC_SIGNAL_REMOTE
+inline constexpr long kMallocHints = kMallocAtomicsRemote | kMallocSignalRemote;
+// As malloc, collective; `hints`: 0 or kMallocHints' bits, others fail with the reason on every
+// PE (as every PE passes the same hints).
+void* malloc_with_hints(size_t size, long hints);
+
 }  // namespace mori::shmem
