@@ -19,9 +19,9 @@ using state::TeamDescriptor;
 
 namespace {
 
-// The queries read the host's copy of the table, which the device's mirrors. They take no lock:
-// on the host backend device code calls them from every thread of a kernel, and the table changes
-// only in collective calls, which no kernel using the team may overlap.
+// The queries read the host's copy of the table, which the device's mirrors. They take no lock: an
+// entry changes only in the collective calls that make or destroy its team, which no call naming
+// that team may overlap (a kernel's calls run the device form, runtime/host_only.hpp).
 const TeamDescriptor* entry(Runtime* rt, Team team) {
   return rt ? state::team_entry(rt->teams.data(), static_cast<int>(rt->teams.size()), team)
             : nullptr;

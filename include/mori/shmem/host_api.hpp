@@ -6,9 +6,15 @@
 // keeps that line for last_error(). No call exits the process or asserts.
 //
 // Collective calls, which every PE makes with the same arguments in the same order: init,
-// init_attr, finalize, malloc, malloc_align, ext_malloc_with_flags, calloc, realloc, free,
-// buffer_register, buffer_register_symmetric, buffer_deregister, barrier_all. Collective over a
-// team (its parent's PEs for a split): team_split_strided, team_split_2d, team_destroy.
+// init_attr, init_thread, finalize, malloc, malloc_align, malloc_with_hints, ext_malloc_with_flags,
+// calloc, realloc, free, buffer_register, buffer_register_symmetric, buffer_deregister,
+// barrier_all. Collective over a team (its parent's PEs for a split): team_split_strided,
+// team_split_2d, team_destroy.
+//
+// Any thread may make any call (init_thread's kThreadMultiple; docs/runtime.md, "Thread levels").
+// On the host backend a kernel may call them too: the names the device API shares (barrier_all,
+// my_pe, n_pes, team_my_pe, team_n_pes, team_translate_pe, ptr_p2p) then act as their device
+// forms, as on the GPU; every other call fails the launch, naming itself.
 #pragma once
 
 #include <cstddef>
@@ -49,8 +55,10 @@ int num_qp_per_pe();  // MORI_NUM_QP_PER_PE (default 4); -1 before init
 // As shmem_pe_accessible: 1 when `pe` is in [0, n_pes()) and this PE reaches it (P2P or RDMA),
 // else 0 (without an error); 0 and the "not initialised" error before init.
 int pe_accessible(int pe);
-// As shmem_addr_accessible: 1 when `addr` is symmetric (in this PE's heap or in a registered
-// buffer) and pe_accessible(pe), else 0; 0 and an error before init.
+// As shmem_addr_accessible: 1 when a transfer to `addr` on `pe` works: `addr` is symmetric (in
+// this PE's heap or in a registered buffer), pe_accessible(pe), and pe's copy is reached (over
+// RDMA every registered buffer is; over P2P another PE's plain buffer_register buffer is not);
+// else 0; 0 and an error before init.
 int addr_accessible(const void* addr, int pe);
 
 // The OpenSHMEM specification this API follows: 1.5.
@@ -114,9 +122,8 @@ using state::kTeamShared;
 using state::kTeamWorld;
 using state::Team;
 
-// shmem_team_config_t. mori's contexts are made from the world alone (ctx_create: no
-// shmem_team_create_ctx yet), so num_contexts is accepted, kept for team_get_config, and has no
-// other effect.
+// shmem_team_config_t. num_contexts is a hint: it is kept for team_get_config, and
+// team_create_ctx is not limited by it.
 struct TeamConfig {
   int num_contexts = 0;
 };
