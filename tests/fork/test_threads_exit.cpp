@@ -14,25 +14,13 @@
 #include "fork_children.hpp"
 #include "mori/host/launch.hpp"
 #include "mori/shmem.hpp"
+#include "uid_pe.hpp"
 
 namespace shmem = mori::shmem;
+using mori::test::attr_for;
 using mori::test::run_ranks;
 
 namespace {
-
-#define PE_CHECK(cond)                                                                      \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
-      return "rank " + std::to_string(rank) + ": " #cond " failed: " + shmem::last_error(); \
-  } while (0)
-
-shmem::InitAttr attr_for(const shmem::UniqueId& id, int rank, int n) {
-  shmem::InitAttr attr;
-  attr.rank = rank;
-  attr.n_ranks = n;
-  attr.uid = id;
-  return attr;
-}
 
 constexpr int kThreads = 4;
 constexpr int kRounds = 300;
