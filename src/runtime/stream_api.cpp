@@ -180,12 +180,11 @@ int barrier_on_stream(Team team, stream_t stream) {
   return team_op("barrier_on_stream", StreamOpKind::kTeamBarrier, team, stream);
 }
 
-namespace detail {
-
-int collective_on_stream(StreamCollective kind, Team team, void* dest, const void* source,
-                         size_t nelems, size_t elem_size, int root, stream_t stream) {
-  static constexpr const char* kNames[] = {"broadcast_on_stream", "fcollect_on_stream",
-                                           "alltoall_on_stream"};
+namespace {
+// A data-moving collective of `nelems` elements of `elem_size` bytes, reported as `api`.
+int collective(const char* api, detail::StreamCollective kind, Team team, void* dest,
+               const void* source, size_t nelems, size_t elem_size, int root, stream_t stream) {
+  using detail::StreamCollective;
   static constexpr StreamOpKind kKinds[] = {StreamOpKind::kBroadcast, StreamOpKind::kFcollect,
                                             StreamOpKind::kAlltoall};
   const int k = static_cast<int>(kind);
@@ -194,12 +193,40 @@ int collective_on_stream(StreamCollective kind, Team team, void* dest, const voi
   StreamOp op = make_op(kKinds[k], dest, source, bytes);
   op.team = team;
   op.root = root;
-  return submit(kNames[k], stream, op, [&](const Runtime& rt) {
+  return submit(api, stream, op, [&](const Runtime& rt) {
     MORI_TRY(size);
     const bool all = kind == StreamCollective::kAlltoall;
     return check_collective(rt, team, dest, source, bytes, kind != StreamCollective::kBroadcast,
                             all, kind == StreamCollective::kBroadcast ? root : 0);
   });
+}
+
+}  // namespace
+
+int broadcastmem_on_stream(Team team, void* dest, const void* source, size_t bytes, int root,
+                           stream_t stream) {
+  return collective("broadcastmem_on_stream", detail::StreamCollective::kBroadcast, team, dest,
+                    source, bytes, 1, root, stream);
+}
+int fcollectmem_on_stream(Team team, void* dest, const void* source, size_t bytes,
+                          stream_t stream) {
+  return collective("fcollectmem_on_stream", detail::StreamCollective::kFcollect, team, dest,
+                    source, bytes, 1, 0, stream);
+}
+int alltoallmem_on_stream(Team team, void* dest, const void* source, size_t bytes,
+                          stream_t stream) {
+  return collective("alltoallmem_on_stream", detail::StreamCollective::kAlltoall, team, dest,
+                    source, bytes, 1, 0, stream);
+}
+
+namespace detail {
+
+int collective_on_stream(StreamCollective kind, Team team, void* dest, const void* source,
+                         size_t nelems, size_t elem_size, int root, stream_t stream) {
+  static constexpr const char* kNames[] = {"broadcast_on_stream", "fcollect_on_stream",
+                                           "alltoall_on_stream"};
+  return collective(kNames[static_cast<int>(kind)], kind, team, dest, source, nelems, elem_size,
+                    root, stream);
 }
 
 int reduction_on_stream(bool scatter, Team team, void* dest, const void* source, size_t nreduce,

@@ -184,6 +184,9 @@ TEST_CASE("the collectives on a stream, after the kernel that writes their sourc
   auto* sdst = symmetric<uint32_t>(kC);
   auto* xsrc = symmetric<uint32_t>(kC);
   auto* xdst = symmetric<uint32_t>(kC);
+  auto* bmem = symmetric<int32_t>(kC);  // the byte-counted forms
+  auto* fmem = symmetric<int32_t>(n * kC);
+  auto* amem = symmetric<int32_t>(n * kC);
   REQUIRE(shmem::barrier_all() == 0);
   const shmem::Team world = shmem::kTeamWorld;
   slow_fill(&stream, src, kC, [me](size_t i) { return int32_t(me * 100 + i); });
@@ -191,6 +194,9 @@ TEST_CASE("the collectives on a stream, after the kernel that writes their sourc
   REQUIRE(shmem::fcollect_on_stream(world, fdst, src, kC, &stream) == 0);
   slow_fill(&stream, asrc, n * kC, [me](size_t k) { return int32_t(me * 100000 + k); });
   REQUIRE(shmem::alltoall_on_stream(world, adst, asrc, kC, &stream) == 0);
+  REQUIRE(shmem::broadcastmem_on_stream(world, bmem, src, kC * 4, 0, &stream) == 0);
+  REQUIRE(shmem::fcollectmem_on_stream(world, fmem, src, kC * 4, &stream) == 0);
+  REQUIRE(shmem::alltoallmem_on_stream(world, amem, asrc, kC * 4, &stream) == 0);
   slow_fill(&stream, rsrc, kR, [me](size_t i) { return int64_t(me + 1) * 1000 + int64_t(i); });
   REQUIRE(shmem::sum_reduce_on_stream(world, rdst, rsrc, kR, &stream) == 0);
   slow_fill(&stream, dsrc, kC, [me](size_t i) { return me + 0.25 * double(i); });
@@ -202,6 +208,9 @@ TEST_CASE("the collectives on a stream, after the kernel that writes their sourc
   REQUIRE_MESSAGE(shmem::stream_synchronize(&stream) == 0, shmem::last_error());
 
   CHECK(mismatch(bdst, kC, [&](size_t i) { return int32_t((n - 1) * 100 + i); }) == "");
+  CHECK(mismatch(bmem, kC, [&](size_t i) { return int32_t(i); }) == "");
+  CHECK(mismatch(fmem, n * kC, [&](size_t k) { return fdst[k]; }) == "");
+  CHECK(mismatch(amem, n * kC, [&](size_t k) { return adst[k]; }) == "");
   CHECK(mismatch(fdst, n * kC, [&](size_t k) { return int32_t((k / kC) * 100 + k % kC); }) == "");
   // Block me of PE p's source: p * 100000 + me * kC + i.
   CHECK(mismatch(adst, n * kC,
