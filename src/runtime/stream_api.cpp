@@ -44,6 +44,17 @@ int submit(const char* api, stream_t stream, const StreamOp& op, Check&& check) 
   if (Status s = backend::stream_enqueue(stream, op); !s.ok()) return report(api, s);
   return 0;
 }
+// A signal's operation: `code` is the sig_op (atomicType) or, for a wait, the Cmp.
+StreamOp signal_record(StreamOpKind kind, const uint64_t* sig_addr, uint64_t value, int code,
+                       int pe) {
+  StreamOp op = make_op(kind);
+  op.pe = pe;
+  op.sig_addr = reinterpret_cast<uint64_t>(sig_addr);
+  op.value = value;
+  op.op = code;
+  return op;
+}
+
 int submit(const char* api, stream_t stream, const StreamOp& op) {
   return submit(api, stream, op, [](const Runtime&) { return Status{}; });
 }
@@ -111,11 +122,10 @@ int getmem_on_stream(void* dest, const void* source, size_t bytes, int pe, strea
 
 int putmem_signal_on_stream(void* dest, const void* source, size_t bytes, uint64_t* sig_addr,
                             uint64_t signal, atomicType sig_op, int pe, stream_t stream) {
-  StreamOp op = make_op(StreamOpKind::kPutSignal, dest, source, bytes);
-  op.pe = pe;
-  op.sig_addr = reinterpret_cast<uint64_t>(sig_addr);
-  op.value = signal;
-  op.op = sig_op;
+  StreamOp op = signal_record(StreamOpKind::kPutSignal, sig_addr, signal, sig_op, pe);
+  op.dest = reinterpret_cast<uint64_t>(dest);
+  op.source = reinterpret_cast<uint64_t>(source);
+  op.count = bytes;
   return submit("putmem_signal_on_stream", stream, op, [&](const Runtime& rt) {
     MORI_TRY(runtime::check_stream_pe(rt, pe));
     MORI_TRY(check_signal_op(sig_op));
@@ -127,11 +137,7 @@ int putmem_signal_on_stream(void* dest, const void* source, size_t bytes, uint64
 
 int signal_op_on_stream(uint64_t* sig_addr, uint64_t signal, atomicType sig_op, int pe,
                         stream_t stream) {
-  StreamOp op = make_op(StreamOpKind::kSignalOp);
-  op.pe = pe;
-  op.sig_addr = reinterpret_cast<uint64_t>(sig_addr);
-  op.value = signal;
-  op.op = sig_op;
+  const StreamOp op = signal_record(StreamOpKind::kSignalOp, sig_addr, signal, sig_op, pe);
   return submit("signal_op_on_stream", stream, op, [&](const Runtime& rt) {
     MORI_TRY(runtime::check_stream_pe(rt, pe));
     MORI_TRY(check_signal_op(sig_op));
@@ -140,10 +146,7 @@ int signal_op_on_stream(uint64_t* sig_addr, uint64_t signal, atomicType sig_op, 
 }
 
 int signal_wait_until_on_stream(uint64_t* sig_addr, Cmp cmp, uint64_t cmp_value, stream_t stream) {
-  StreamOp op = make_op(StreamOpKind::kSignalWait);
-  op.sig_addr = reinterpret_cast<uint64_t>(sig_addr);
-  op.value = cmp_value;
-  op.op = cmp;
+  const StreamOp op = signal_record(StreamOpKind::kSignalWait, sig_addr, cmp_value, cmp, 0);
   return submit("signal_wait_until_on_stream", stream, op, [&](const Runtime& rt) {
     if (cmp < CMP_EQ || cmp > CMP_GE)
       return Status::error("cmp " + std::to_string(static_cast<int>(cmp)) +

@@ -1,6 +1,6 @@
 #include "runtime/stream_checks.hpp"
 
-#include <cstdio>
+#include <sstream>
 #include <string>
 
 #include "mori/state/team.hpp"
@@ -8,10 +8,11 @@
 namespace mori::runtime {
 
 namespace {
+// As the device's messages print an address.
 std::string hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
-  return text;
+  std::ostringstream text;
+  text << "0x" << std::hex << v;
+  return text.str();
 }
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "mori/host/stream.hpp"
@@ -43,8 +44,26 @@ T* symmetric(size_t n) {
   return p;
 }
 
-int next_of(const Session& s) { return (s.me + 1) % s.n; }
-int prev_of(const Session& s) { return (s.me + s.n - 1) % s.n; }
+// A session, a stream, this PE's neighbours in the ring of PEs, and two symmetric arrays of kN
+// words, freed after a barrier.
+struct Ring {
+  Session s;
+  Stream stream;
+  const int me = s.me, next = (s.me + 1) % s.n, prev = (s.me + s.n - 1) % s.n;
+  uint32_t* src = symmetric<uint32_t>(kN);
+  uint32_t* dst = symmetric<uint32_t>(kN);
+  // This PE's words plus `add`, in local (not symmetric) memory.
+  std::vector<uint32_t> local_words(uint32_t add) const {
+    std::vector<uint32_t> v(kN);
+    for (size_t i = 0; i < kN; ++i) v[i] = word_of(me, i) + add;
+    return v;
+  }
+  ~Ring() {
+    CHECK(shmem::barrier_all() == 0);
+    CHECK(shmem::free(src) == 0);
+    CHECK(shmem::free(dst) == 0);
+  }
+};
 
 // The first index where buf differs from want(i), or "".
 template <typename T, typename F>
@@ -59,11 +78,9 @@ std::string mismatch(const T* buf, size_t n, F want) {
 }  // namespace
 
 TEST_CASE("putmem_on_stream and getmem_on_stream run after the kernel before them") {
-  Session s;
-  Stream stream;
-  const int next = next_of(s), prev = prev_of(s), me = s.me;
-  auto* src = symmetric<uint32_t>(kN);
-  auto* dst = symmetric<uint32_t>(kN);
+  Ring r;
+  auto [me, next, prev, src, dst] = std::tuple(r.me, r.next, r.prev, r.src, r.dst);
+  Stream& stream = r.stream;
   std::vector<uint32_t> got(kN, 0xFFFFFFFFu);
   REQUIRE(shmem::barrier_all() == 0);
   slow_fill(&stream, src, kN, [me](size_t i) { return word_of(me, i); });
@@ -76,17 +93,12 @@ TEST_CASE("putmem_on_stream and getmem_on_stream run after the kernel before the
   REQUIRE_MESSAGE(shmem::stream_synchronize(&stream) == 0, shmem::last_error());
   CHECK(mismatch(dst, kN, [&](size_t i) { return word_of(prev, i); }) == "");
   CHECK(mismatch(got.data(), kN, [&](size_t i) { return word_of(next, i); }) == "");
-  REQUIRE(shmem::barrier_all() == 0);
-  CHECK(shmem::free(src) == 0);
-  CHECK(shmem::free(dst) == 0);
 }
 
 TEST_CASE("putmem_signal_on_stream, signal_op_on_stream and signal_wait_until_on_stream") {
-  Session s;
-  Stream stream;
-  const int next = next_of(s), prev = prev_of(s), me = s.me;
-  auto* src = symmetric<uint32_t>(kN);
-  auto* dst = symmetric<uint32_t>(kN);
+  Ring r;
+  auto [me, next, prev, src, dst] = std::tuple(r.me, r.next, r.prev, r.src, r.dst);
+  Stream& stream = r.stream;
   auto* sig = symmetric<uint64_t>(2);
   std::vector<uint32_t> seen(kN, 0);
   REQUIRE(shmem::barrier_all() == 0);
@@ -107,20 +119,16 @@ TEST_CASE("putmem_signal_on_stream, signal_op_on_stream and signal_wait_until_on
   CHECK(sig[1] == uint64_t(50 + prev));
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(shmem::free(sig) == 0);
-  CHECK(shmem::free(src) == 0);
-  CHECK(shmem::free(dst) == 0);
 }
 
 TEST_CASE("quiet, sync_all, team_sync and barrier on a stream order a kernel's puts and stores") {
-  Session s;
-  Stream stream;
-  const int next = next_of(s), prev = prev_of(s), me = s.me;
-  auto* src = symmetric<uint32_t>(kN);
-  auto* dst = symmetric<uint32_t>(kN);
+  Ring r;
+  auto [me, next, prev, src, dst] = std::tuple(r.me, r.next, r.prev, r.src, r.dst);
+  Stream& stream = r.stream;
   auto* flag = symmetric<uint32_t>(4);
   for (size_t i = 0; i < kN; ++i) src[i] = word_of(me, i) + 2;
   shmem::Team team = shmem::kTeamInvalid;  // the world again, under a team index of its own
-  REQUIRE(shmem::team_split_strided(shmem::kTeamWorld, 0, 1, s.n, nullptr, 0, &team) == 0);
+  REQUIRE(shmem::team_split_strided(shmem::kTeamWorld, 0, 1, r.s.n, nullptr, 0, &team) == 0);
   REQUIRE(shmem::barrier_all() == 0);
   std::vector<uint32_t> seen(kN, 0);
   uint32_t* out = seen.data();
@@ -162,8 +170,6 @@ TEST_CASE("quiet, sync_all, team_sync and barrier on a stream order a kernel's p
   REQUIRE(shmem::barrier_all() == 0);
   CHECK(shmem::team_destroy(team) == 0);
   CHECK(shmem::free(flag) == 0);
-  CHECK(shmem::free(src) == 0);
-  CHECK(shmem::free(dst) == 0);
 }
 
 TEST_CASE("the collectives on a stream, after the kernel that writes their sources") {
@@ -230,12 +236,11 @@ TEST_CASE("the collectives on a stream, after the kernel that writes their sourc
 }
 
 TEST_CASE("two streams interleave, each in its own order, joined by an event") {
-  Session s;
-  Stream a, b;
-  const int next = next_of(s), prev = prev_of(s), me = s.me;
-  auto* src_a = symmetric<uint32_t>(kN);
+  Ring r;
+  auto [me, next, prev, src_a, dst_a] = std::tuple(r.me, r.next, r.prev, r.src, r.dst);
+  Stream& a = r.stream;
+  Stream b;
   auto* src_b = symmetric<uint32_t>(kN);
-  auto* dst_a = symmetric<uint32_t>(kN);
   auto* dst_b = symmetric<uint32_t>(kN);
   std::vector<uint32_t> seen_a(kN), seen_b(kN);
   uint32_t *out_a = seen_a.data(), *out_b = seen_b.data();
@@ -258,8 +263,8 @@ TEST_CASE("two streams interleave, each in its own order, joined by an event") {
   CHECK(mismatch(out_a, kN, [&](size_t i) { return word_of(prev, i) + 10; }) == "");
   CHECK(mismatch(out_b, kN, [&](size_t i) { return word_of(next, i) + 20; }) == "");
   REQUIRE(shmem::barrier_all() == 0);
-  for (void* p : {(void*)src_a, (void*)src_b, (void*)dst_a, (void*)dst_b})
-    CHECK(shmem::free(p) == 0);
+  CHECK(shmem::free(src_b) == 0);
+  CHECK(shmem::free(dst_b) == 0);
 }
 
 TEST_CASE("a signal wait on a stream times out and synchronize reports it") {
@@ -326,14 +331,12 @@ TEST_CASE("bad arguments fail at the call with the reason, and nothing is enqueu
 }
 
 TEST_CASE("host-initiated putmem, getmem, p and g block until done") {
-  Session s;
-  const int next = next_of(s), prev = prev_of(s), me = s.me;
-  auto* dst = symmetric<uint32_t>(kN);
+  Ring r;
+  auto [me, next, prev, dst] = std::tuple(r.me, r.next, r.prev, r.dst);
   auto* word = symmetric<long>(2);
   auto* dword = symmetric<double>(1);
   REQUIRE(shmem::barrier_all() == 0);
-  std::vector<uint32_t> src(kN), got(kN);
-  for (size_t i = 0; i < kN; ++i) src[i] = word_of(me, i) + 3;
+  std::vector<uint32_t> src = r.local_words(3), got(kN);
   REQUIRE_MESSAGE(shmem::putmem(dst, src.data(), kN * 4, next) == 0, shmem::last_error());
   REQUIRE(shmem::p(word, long(-7 - me), next) == 0);
   REQUIRE(shmem::p(dword, 0.5 + me, next) == 0);
@@ -348,22 +351,18 @@ TEST_CASE("host-initiated putmem, getmem, p and g block until done") {
   // Failures name the call.
   CHECK(shmem::putmem(src.data(), src.data(), 4, next) == -1);
   CHECK(std::string(shmem::last_error()).rfind("putmem: dest", 0) == 0);
-  CHECK(shmem::g(word, s.n) == 0);
-  CHECK(std::string(shmem::last_error()).rfind("g: PE " + std::to_string(s.n), 0) == 0);
-  REQUIRE(shmem::barrier_all() == 0);
-  CHECK(shmem::free(dword) == 0);
+  CHECK(shmem::g(word, r.s.n) == 0);
+  CHECK(std::string(shmem::last_error()).rfind("g: PE " + std::to_string(r.s.n), 0) == 0);
+  CHECK(shmem::free(dword) == 0);  // free begins with a barrier
   CHECK(shmem::free(word) == 0);
-  CHECK(shmem::free(dst) == 0);
 }
 
 TEST_CASE("a kernel that calls putmem, getmem, p and g without a scope runs the device calls") {
-  Session s;
-  const int next = next_of(s), prev = prev_of(s), me = s.me;
-  auto* dst = symmetric<uint32_t>(kN);
+  Ring r;
+  auto [me, next, prev, dst] = std::tuple(r.me, r.next, r.prev, r.dst);
   auto* word = symmetric<int>(1);
   REQUIRE(shmem::barrier_all() == 0);
-  std::vector<uint32_t> src(kN), got(kN);
-  for (size_t i = 0; i < kN; ++i) src[i] = word_of(me, i) + 4;
+  std::vector<uint32_t> src = r.local_words(4), got(kN);
   const uint32_t* in = src.data();
   uint32_t* out = got.data();
   int fetched = 0;
@@ -385,11 +384,10 @@ TEST_CASE("a kernel that calls putmem, getmem, p and g without a scope runs the 
   CHECK(mismatch(out, kN, [&](size_t i) { return word_of(me, i) + 4; }) == "");
   CHECK(fetched == 90 + me);
   // A bad PE traps with the device check's message, not the host call's return.
-  const std::string err = launch_error({1}, {1}, [&] { shmem::putmem(dst, in, 4, s.n); });
+  const std::string err = launch_error({1}, {1}, [&] { shmem::putmem(dst, in, 4, r.s.n); });
   CHECK_MESSAGE(
-      err.find("putmem: PE " + std::to_string(s.n) + " is out of range") != std::string::npos, err);
+      err.find("putmem: PE " + std::to_string(r.s.n) + " is out of range") != std::string::npos,
+      err);
   CHECK(std::string(shmem::device_error()).find("is out of range") != std::string::npos);
-  REQUIRE(shmem::barrier_all() == 0);
-  CHECK(shmem::free(word) == 0);
-  CHECK(shmem::free(dst) == 0);
+  CHECK(shmem::free(word) == 0);  // free begins with a barrier
 }
