@@ -53,7 +53,8 @@ std::string registered_round(int rank, int n) {
   std::memset(buf, 0, 4096);
   PE_CHECK(shmem::buffer_register_symmetric(buf, 4096) == 0);
   for (int pe = 0; pe < n; ++pe) {
-    auto* peer = reinterpret_cast<int32_t*>(shmem::ptr_p2p(reinterpret_cast<uint64_t>(buf), rank, pe));
+    auto* peer =
+        reinterpret_cast<int32_t*>(shmem::ptr_p2p(reinterpret_cast<uint64_t>(buf), rank, pe));
     PE_CHECK(peer != nullptr);
     peer[rank] = 50 + rank;
   }
@@ -114,8 +115,8 @@ std::string run_pe(const shmem::UniqueId& id, int rank, int n, const char* mode)
 void run_job(int n, const char* mode) {
   shmem::UniqueId id;
   REQUIRE(shmem::get_unique_id(&id) == 0);
-  auto run = run_ranks(n, [&](int rank) { return run_pe(id, rank, n, mode); },
-                       std::chrono::seconds(60));
+  auto run =
+      run_ranks(n, [&](int rank) { return run_pe(id, rank, n, mode); }, std::chrono::seconds(60));
   REQUIRE(run.children.size() == static_cast<size_t>(n));
   for (const auto& c : run.children) {
     INFO("rank " << c.rank << ": " << c.text);

@@ -17,9 +17,9 @@ struct KernelArg {
 };
 
 struct CodeObject {
-  std::string arch;                                           // "gfx942"
-  std::map<std::string, std::vector<uint8_t>> globals;        // initial bytes, sized as the symbol
-  std::map<std::string, std::vector<KernelArg>> kernels;      // explicit arguments, in order
+  std::string arch;                                       // "gfx942"
+  std::map<std::string, std::vector<uint8_t>> globals;    // initial bytes, sized as the symbol
+  std::map<std::string, std::vector<KernelArg>> kernels;  // explicit arguments, in order
 };
 
 // Fails with a one-line reason when `image` is not an AMDGPU code object.

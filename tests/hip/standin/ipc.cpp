@@ -43,8 +43,9 @@ hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t* handle, void* ptr) {
   if (!handle || !ptr) return ret(hipErrorInvalidValue);
   standin::Allocation a;
   if (!standin::find_allocation(ptr, &a) || !a.device) return ret(hipErrorInvalidValue);
-  Handle h{kMagic, static_cast<int32_t>(getpid()), a.fd, 0, a.size,
-           static_cast<uint64_t>(static_cast<char*>(ptr) - a.base)};
+  Handle h{kMagic, static_cast<int32_t>(getpid()),
+           a.fd,   0,
+           a.size, static_cast<uint64_t>(static_cast<char*>(ptr) - a.base)};
   std::memset(handle, 0, sizeof *handle);
   std::memcpy(handle, &h, sizeof h);
   return hipSuccess;

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <string>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "code_object.hpp"

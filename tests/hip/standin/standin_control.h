@@ -16,9 +16,9 @@ struct MoriHipStandinLaunch {
   unsigned grid[3];
   unsigned block[3];
   unsigned shared_bytes;
-  void* stream;          // the hipStream_t it ran on (null: the null stream)
-  uint64_t sequence;     // 0, 1, ... in the order the streams ran their launches
-  size_t arg_bytes;      // bytes of the explicit kernel arguments, as laid out in the kernarg segment
+  void* stream;       // the hipStream_t it ran on (null: the null stream)
+  uint64_t sequence;  // 0, 1, ... in the order the streams ran their launches
+  size_t arg_bytes;   // bytes of the explicit kernel arguments, as laid out in the kernarg segment
   uint8_t args[256];
 };
 

@@ -127,10 +127,11 @@ hipError_t hipMemImportFromShareableHandle(hipMemGenericAllocationHandle_t* hand
 // (else hipErrorInvalidValue).
 hipError_t hipMemAddressReserve(void** ptr, size_t size, size_t alignment, void* addr,
                                 unsigned long long flags) {
-  if (!ptr || flags != 0 || size == 0 || size % granularity() != 0) return ret(hipErrorInvalidValue);
+  if (!ptr || flags != 0 || size == 0 || size % granularity() != 0)
+    return ret(hipErrorInvalidValue);
   const size_t align = alignment > granularity() ? alignment : granularity();
-  void* range = mmap(addr, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+  void* range =
+      mmap(addr, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (range == MAP_FAILED) return ret(hipErrorOutOfMemory);
   const auto at = reinterpret_cast<uintptr_t>(range);
   const uintptr_t start = (at + align - 1) / align * align;
