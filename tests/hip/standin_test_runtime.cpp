@@ -127,15 +127,15 @@ void run_job(int n, const char* mode) {
 
 }  // namespace
 
-TEST_CASE("static heap, 2 PEs: init, IPC heap, registration, module_init, finalize") {
+TEST_CASE("static heap; 2 PEs: init; IPC heap; registration; module_init; finalize") {
   run_job(2, "static_heap");
 }
-TEST_CASE("static heap, 4 PEs: init, IPC heap, registration, module_init, finalize") {
+TEST_CASE("static heap; 4 PEs: init; IPC heap; registration; module_init; finalize") {
   run_job(4, "static_heap");
 }
-TEST_CASE("VMM heap, 2 PEs: init, heap grown over VMM handles, registration, module_init") {
+TEST_CASE("VMM heap; 2 PEs: init; heap grown over VMM handles; registration; module_init") {
   run_job(2, "vmm_heap");
 }
-TEST_CASE("VMM heap, 4 PEs: init, heap grown over VMM handles, registration, module_init") {
+TEST_CASE("VMM heap; 4 PEs: init; heap grown over VMM handles; registration; module_init") {
   run_job(4, "vmm_heap");
 }

@@ -1,9 +1,12 @@
 // Streams of the stand-in libamdhip64: each stream is an ordered queue that a worker thread runs,
 // asynchronously to the caller; while a stream is captured its work goes into a graph instead.
+#include <pthread.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -55,7 +58,21 @@ void run(ihipStream_t* s) {
   }
 }
 
+// A forked child has only the forking thread: each stream gets a new worker there (the test
+// harness forks PEs from a process that may have used streams).
+void restart_workers_in_child() {
+  new (&streams_mu) std::mutex;
+  for (ihipStream_t* s : streams()) {
+    new (&s->mu) std::mutex;
+    new (&s->cv) std::condition_variable;
+    new (&s->worker) std::thread(run, s);
+    s->worker.detach();
+  }
+}
+
 ihipStream_t* make_stream() {
+  static const int registered = pthread_atfork(nullptr, nullptr, restart_workers_in_child);
+  (void)registered;
   auto* s = new ihipStream_t;
   s->worker = std::thread(run, s);
   std::lock_guard lock(streams_mu);
@@ -137,8 +154,12 @@ hipError_t hipStreamDestroy(hipStream_t stream) {
     stream->stop = true;
     stream->cv.notify_all();
   }
-  stream->worker.join();
-  delete stream;
+  // A worker started in a forked child is detached (restart_workers_in_child) and may still hold
+  // the stream's mutex: that stream is left allocated.
+  if (stream->worker.joinable()) {
+    stream->worker.join();
+    delete stream;
+  }
   return hipSuccess;
 }
 

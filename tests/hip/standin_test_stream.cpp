@@ -1,0 +1,99 @@
+// backend::stream_enqueue on hip through the stand-in: every StreamOpKind is one launch of
+// mori_stream_op with the StreamOp as its argument bytes, in stream order; no call waits for the
+// stream (the stand-in's workers are held meanwhile), and all of it can be captured in a graph.
+#include <doctest/doctest.h>
+#include <hip/hip_runtime_api.h>
+
+#include <cstring>
+#include <string>
+
+#include "mori/shmem.hpp"
+#include "runtime/backend.hpp"
+#include "standin_control.h"
+
+namespace shmem = mori::shmem;
+using mori::runtime::StreamOp;
+using mori::runtime::StreamOpKind;
+
+namespace {
+
+constexpr uint32_t kKinds = static_cast<uint32_t>(StreamOpKind::kReducescatter) + 1;
+
+StreamOp op_of(uint32_t kind) {
+  StreamOp op{};
+  op.kind = static_cast<StreamOpKind>(kind);
+  op.pe = 0;
+  op.count = 100 + kind;
+  op.value = 0xabc0 + kind;
+  return op;
+}
+
+void init_one_pe() {
+  shmem::InitAttr attr;
+  attr.rank = 0;
+  attr.n_ranks = 1;
+  REQUIRE(shmem::get_unique_id(&attr.uid) == 0);
+  REQUIRE(shmem::init_attr(shmem::MORI_SHMEM_INIT_WITH_UNIQUEID, &attr) == 0);
+}
+
+void check_launches(hipStream_t s, size_t first) {
+  REQUIRE(mori_hip_standin_launch_count() == first + kKinds);
+  for (uint32_t k = 0; k < kKinds; ++k) {
+    MoriHipStandinLaunch l{};
+    REQUIRE(mori_hip_standin_launch(first + k, &l) == 0);
+    INFO("kind " << k);
+    CHECK(std::string(l.kernel) == "mori_stream_op");
+    CHECK(l.grid[0] == 1);
+    CHECK(l.block[0] == 256);
+    CHECK(l.stream == s);
+    CHECK(l.arg_bytes == sizeof(StreamOp));
+    const StreamOp want = op_of(k);
+    CHECK(std::memcmp(l.args, &want, sizeof want) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stream_enqueue: one launch per kind; in order; without waiting for the stream") {
+  init_one_pe();
+  hipStream_t s = nullptr;
+  REQUIRE(hipStreamCreate(&s) == hipSuccess);
+  mori_hip_standin_clear_launches();
+  mori_hip_standin_hold_streams(1);
+  for (uint32_t k = 0; k < kKinds; ++k) {
+    const mori::Status st = mori::backend::stream_enqueue(s, op_of(k));
+    CHECK_MESSAGE(st.ok(), st.message());
+  }
+  CHECK(mori_hip_standin_pending() == kKinds);  // all returned, none ran
+  CHECK(mori_hip_standin_launch_count() == 0);
+  mori_hip_standin_hold_streams(0);
+  REQUIRE(mori::backend::stream_synchronize(s).ok());
+  check_launches(s, 0);
+  CHECK(hipStreamDestroy(s) == hipSuccess);
+  CHECK(shmem::finalize() == 0);
+}
+
+TEST_CASE("stream_enqueue under stream capture: refused calls none; the graph replays every op") {
+  init_one_pe();
+  hipStream_t s = nullptr;
+  REQUIRE(hipStreamCreate(&s) == hipSuccess);
+  mori_hip_standin_clear_launches();
+  REQUIRE(hipStreamBeginCapture(s, hipStreamCaptureModeGlobal) == hipSuccess);
+  for (uint32_t k = 0; k < kKinds; ++k) REQUIRE(mori::backend::stream_enqueue(s, op_of(k)).ok());
+  // stream_synchronize is the one call that waits, and capture refuses it as ROCm does.
+  CHECK(!mori::backend::stream_synchronize(s).ok());
+  hipGraph_t g = nullptr;
+  REQUIRE(hipStreamEndCapture(s, &g) == hipSuccess);
+  size_t nodes = 0;
+  REQUIRE(hipGraphGetNodes(g, nullptr, &nodes) == hipSuccess);
+  CHECK(nodes == kKinds);
+  hipGraphExec_t exec = nullptr;
+  REQUIRE(hipGraphInstantiate(&exec, g, nullptr, nullptr, 0) == hipSuccess);
+  REQUIRE(hipGraphLaunch(exec, s) == hipSuccess);
+  REQUIRE(hipStreamSynchronize(s) == hipSuccess);
+  check_launches(s, 0);
+  CHECK(hipGraphExecDestroy(exec) == hipSuccess);
+  CHECK(hipGraphDestroy(g) == hipSuccess);
+  CHECK(hipStreamDestroy(s) == hipSuccess);
+  CHECK(shmem::finalize() == 0);
+}
