@@ -35,7 +35,7 @@ hipMemAllocationProp pinned_on(int device) {
 
 }  // namespace
 
-TEST_CASE("the current device is per thread; and device 0 on a thread that never set one") {
+TEST_CASE("the current device is per thread and is device 0 on a thread that never set one") {
   REQUIRE(hipSetDevice(3) == hipSuccess);
   int here = -1, there = -1;
   std::thread([&] { REQUIRE(hipGetDevice(&there) == hipSuccess); }).join();
@@ -67,7 +67,8 @@ TEST_CASE("hipIpcOpenMemHandle of the process's own allocation is hipErrorInvali
   CHECK(hipFree(p) == hipSuccess);
 }
 
-TEST_CASE("VMM sizes must be multiples of the granularity; and access flags none; read or rw") {
+TEST_CASE(
+    "VMM sizes are multiples of the granularity and access flags are none or read or read-write") {
   hipMemAllocationProp prop = pinned_on(0);
   size_t g = 0;
   REQUIRE(hipMemGetAllocationGranularity(&g, &prop, hipMemAllocationGranularityRecommended) ==
@@ -99,7 +100,7 @@ TEST_CASE("VMM sizes must be multiples of the granularity; and access flags none
   CHECK(hipMemAddressFree(va, g) == hipSuccess);
 }
 
-TEST_CASE("hipModuleGetGlobal gives the symbol's own size; another arch's object is refused") {
+TEST_CASE("hipModuleGetGlobal gives the symbol's own size and another arch's object is refused") {
   std::vector<char> image = read_module();
   REQUIRE(image.size() > 64);
   hipModule_t m = nullptr;
@@ -122,7 +123,7 @@ TEST_CASE("hipModuleGetGlobal gives the symbol's own size; another arch's object
 }
 
 TEST_CASE(
-    "stream work runs after the call returns; in order; and launches record their arguments") {
+    "stream work runs after the call returns and in order and launches record their arguments") {
   std::vector<char> image = read_module();
   hipModule_t m = nullptr;
   REQUIRE(hipModuleLoadData(&m, image.data()) == hipSuccess);
@@ -166,7 +167,8 @@ TEST_CASE(
   CHECK(hipModuleUnload(m) == hipSuccess);
 }
 
-TEST_CASE("during capture; synchronizing and allocating are refused; the graph replays the work") {
+TEST_CASE(
+    "during capture synchronizing and allocating are refused and the graph replays the work") {
   hipStream_t s = nullptr;
   REQUIRE(hipStreamCreate(&s) == hipSuccess);
   CHECK(hipStreamBeginCapture(nullptr, hipStreamCaptureModeGlobal) ==

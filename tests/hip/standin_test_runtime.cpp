@@ -127,15 +127,31 @@ void run_job(int n, const char* mode) {
 
 }  // namespace
 
-TEST_CASE("static heap; 2 PEs: init; IPC heap; registration; module_init; finalize") {
+TEST_CASE("static heap at 2 PEs: init and IPC heap and registration and module_init and finalize") {
   run_job(2, "static_heap");
 }
-TEST_CASE("static heap; 4 PEs: init; IPC heap; registration; module_init; finalize") {
+TEST_CASE("static heap at 4 PEs: init and IPC heap and registration and module_init and finalize") {
   run_job(4, "static_heap");
 }
-TEST_CASE("VMM heap; 2 PEs: init; heap grown over VMM handles; registration; module_init") {
+TEST_CASE(
+    "VMM heap at 2 PEs: init and heap grown over VMM handles and registration and module_init") {
   run_job(2, "vmm_heap");
 }
-TEST_CASE("VMM heap; 4 PEs: init; heap grown over VMM handles; registration; module_init") {
+TEST_CASE(
+    "VMM heap at 4 PEs: init and heap grown over VMM handles and registration and module_init") {
   run_job(4, "vmm_heap");
+}
+
+TEST_CASE("a VMM chunk that is not a multiple of the device's granularity fails init naming both") {
+  setenv("MORI_SHMEM_MODE", "vmm_heap", 1);
+  setenv("MORI_SHMEM_HEAP_SIZE", "64M", 1);
+  setenv("MORI_SHMEM_VMM_CHUNK_SIZE", "1M", 1);
+  shmem::InitAttr attr;
+  attr.rank = 0;
+  attr.n_ranks = 1;
+  REQUIRE(shmem::get_unique_id(&attr.uid) == 0);
+  CHECK(shmem::init_attr(shmem::MORI_SHMEM_INIT_WITH_UNIQUEID, &attr) != 0);
+  CHECK(std::string(shmem::last_error()) ==
+        "init_attr: heap: the VMM chunk size 1048576 is not a multiple of the device's allocation "
+        "granularity 2097152 (MORI_SHMEM_VMM_CHUNK_SIZE)");
 }

@@ -3,12 +3,18 @@
 // stream (the stand-in's workers are held meanwhile), and all of it can be captured in a graph.
 #include <doctest/doctest.h>
 #include <hip/hip_runtime_api.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "mori/shmem.hpp"
+#include "backend/hip/stream_hip.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/runtime.hpp"
 #include "standin_control.h"
 
 namespace shmem = mori::shmem;
@@ -54,7 +60,7 @@ void check_launches(hipStream_t s, size_t first) {
 
 }  // namespace
 
-TEST_CASE("stream_enqueue: one launch per kind; in order; without waiting for the stream") {
+TEST_CASE("stream_enqueue: one launch per kind in order without waiting for the stream") {
   init_one_pe();
   hipStream_t s = nullptr;
   REQUIRE(hipStreamCreate(&s) == hipSuccess);
@@ -73,7 +79,7 @@ TEST_CASE("stream_enqueue: one launch per kind; in order; without waiting for th
   CHECK(shmem::finalize() == 0);
 }
 
-TEST_CASE("stream_enqueue under stream capture: refused calls none; the graph replays every op") {
+TEST_CASE("stream_enqueue under stream capture: the graph replays every op") {
   init_one_pe();
   hipStream_t s = nullptr;
   REQUIRE(hipStreamCreate(&s) == hipSuccess);
@@ -96,4 +102,70 @@ TEST_CASE("stream_enqueue under stream capture: refused calls none; the graph re
   CHECK(hipGraphDestroy(g) == hipSuccess);
   CHECK(hipStreamDestroy(s) == hipSuccess);
   CHECK(shmem::finalize() == 0);
+}
+
+TEST_CASE("the stream kernel's module holds the published device state") {
+  init_one_pe();
+  auto module = static_cast<hipModule_t>(mori::backend::stream_kernel_module());
+  REQUIRE(module != nullptr);
+  hipDeviceptr_t p = nullptr;
+  size_t bytes = 0;
+  REQUIRE(hipModuleGetGlobal(&p, &bytes, module, "_ZN4mori5shmem15globalGpuStatesE") ==
+          hipSuccess);
+  REQUIRE(bytes == sizeof(mori::state::GpuStates));
+  mori::state::GpuStates seen{};
+  REQUIRE(hipMemcpyDtoH(&seen, p, sizeof seen) == hipSuccess);
+  CHECK(seen.abi_version == mori::state::kGpuStatesAbiVersion);
+  CHECK(seen.rank == 0);
+  CHECK(seen.n_pes == 1);
+  void* obj = shmem::malloc(4096);
+  REQUIRE(obj != nullptr);
+  CHECK(seen.heap_base <= reinterpret_cast<uint64_t>(obj));
+  CHECK(reinterpret_cast<uint64_t>(obj) < seen.heap_base + seen.heap_size);
+  CHECK(shmem::free(obj) == 0);
+  CHECK(shmem::finalize() == 0);
+}
+
+// The device's part (writing the record, then trapping) is played by the test: the record is
+// written from the host, and the stand-in traps the stream kernel's launch. ROCm's queue callback
+// line comes first, then mori's abort report of the record.
+TEST_CASE("a stream op that traps aborts the process and mori prints the device-error record") {
+  int err[2];
+  REQUIRE(pipe(err) == 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(err[1], 2);
+    shmem::InitAttr attr;
+    attr.rank = 0;
+    attr.n_ranks = 1;
+    if (shmem::get_unique_id(&attr.uid) != 0 ||
+        shmem::init_attr(shmem::MORI_SHMEM_INIT_WITH_UNIQUEID, &attr) != 0)
+      _exit(3);
+    mori::state::DeviceError* record = mori::runtime::current()->error;
+    record->code = static_cast<uint32_t>(mori::state::DeviceErrorCode::kBadPe);
+    record->pe = 5;
+    std::snprintf(record->message, sizeof record->message, "stream putmem: PE 5 of 1");
+    mori_hip_standin_trap_next_launch();
+    StreamOp op = op_of(0);
+    if (!mori::backend::stream_enqueue(nullptr, op).ok()) _exit(4);
+    (void)hipDeviceSynchronize();  // never returns: the trap aborts first
+    _exit(5);
+  }
+  close(err[1]);
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) text.append(buf, n);
+  close(err[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO(text);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGABRT);
+  const size_t rocm = text.find("aborting with error : HSA_STATUS_ERROR_EXCEPTION");
+  const size_t mori = text.find("mori: device error: ");
+  CHECK(rocm != std::string::npos);
+  REQUIRE(mori != std::string::npos);
+  CHECK(rocm < mori);
+  CHECK(text.find("PE out of range", mori) != std::string::npos);
+  CHECK(text.find("stream putmem: PE 5 of 1", mori) != std::string::npos);
 }

@@ -56,6 +56,8 @@ Status publish_to_stream_kernel(const state::GpuStates& states) {
   return module ? publish_to_module(module, states) : Status{};
 }
 
+void* stream_kernel_module() { return module; }
+
 Status stream_enqueue(void* stream, const runtime::StreamOp& op) {
   if (!kernel) {
     return Status::error("the hip backend has no stream kernel for " +

@@ -12,5 +12,7 @@ Status open_stream_kernel(int device);
 void close_stream_kernel();
 // Copies `states` into the stream kernel's globalGpuStates; nothing before open_stream_kernel.
 Status publish_to_stream_kernel(const state::GpuStates& states);
+// The loaded hipModule_t, or null (tests read its globalGpuStates).
+void* stream_kernel_module();
 
 }  // namespace mori::backend
