@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -15,6 +16,7 @@
 
 #include "fork_children.hpp"
 #include "standin_control.h"
+#include "standin_support.hpp"
 
 using mori::test::run_ranks;
 
@@ -168,7 +170,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "during capture synchronizing and allocating are refused and the graph replays the work") {
+    "capture refuses waits and allocation and invalidates as clr does and the graph replays") {
   hipStream_t s = nullptr;
   REQUIRE(hipStreamCreate(&s) == hipSuccess);
   CHECK(hipStreamBeginCapture(nullptr, hipStreamCaptureModeGlobal) ==
@@ -177,10 +179,8 @@ TEST_CASE(
   CHECK(hipStreamBeginCapture(s, hipStreamCaptureModeGlobal) == hipErrorIllegalState);
   std::vector<uint8_t> dst(16, 0), src(16, 3);
   REQUIRE(hipMemcpyAsync(dst.data(), src.data(), 16, hipMemcpyHostToHost, s) == hipSuccess);
+  // Refused, and the capture goes on (hipStreamSynchronize_common returns before invalidating).
   CHECK(hipStreamSynchronize(s) == hipErrorStreamCaptureUnsupported);
-  CHECK(hipDeviceSynchronize() == hipErrorStreamCaptureUnsupported);
-  void* p = nullptr;
-  CHECK(hipMalloc(&p, 64) == hipErrorStreamCaptureUnsupported);
   hipGraph_t g = nullptr;
   REQUIRE(hipStreamEndCapture(s, &g) == hipSuccess);
   CHECK(dst[0] == 0);  // captured, not run
@@ -194,16 +194,25 @@ TEST_CASE(
   CHECK(dst[15] == 3);
   CHECK(hipGraphExecDestroy(exec) == hipSuccess);
   CHECK(hipGraphDestroy(g) == hipSuccess);
+  // Allocating, a device-wide wait and a blocking copy are refused and invalidate the capture.
+  void* p = nullptr;
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    REQUIRE(hipStreamBeginCapture(s, hipStreamCaptureModeGlobal) == hipSuccess);
+    if (call == 0) CHECK(hipMalloc(&p, 64) == hipErrorStreamCaptureUnsupported);
+    if (call == 1) CHECK(hipDeviceSynchronize() == hipErrorStreamCaptureUnsupported);
+    if (call == 2)
+      CHECK(hipMemcpy(dst.data(), src.data(), 16, hipMemcpyHostToHost) ==
+            hipErrorStreamCaptureImplicit);
+    CHECK(hipStreamEndCapture(s, &g) == hipErrorStreamCaptureInvalidated);
+    CHECK(g == nullptr);
+  }
   CHECK(hipStreamDestroy(s) == hipSuccess);
 }
 
 TEST_CASE("a launch that traps aborts the process with ROCm's queue-error line") {
   std::vector<char> image = read_module();
-  int err[2];
-  REQUIRE(pipe(err) == 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(err[1], 2);
+  const mori::test::ChildEnd end = mori::test::run_reading_stderr([&] {
     hipModule_t m = nullptr;
     hipFunction_t f = nullptr;
     if (hipModuleLoadData(&m, image.data()) != hipSuccess ||
@@ -217,15 +226,9 @@ TEST_CASE("a launch that traps aborts the process with ROCm's queue-error line")
       _exit(4);
     (void)hipDeviceSynchronize();  // never returns: the trap aborts first
     _exit(5);
-  }
-  close(err[1]);
-  std::string text;
-  char buf[512];
-  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) text.append(buf, n);
-  close(err[0]);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFSIGNALED(status));
-  CHECK(WTERMSIG(status) == SIGABRT);
-  CHECK(text.find("aborting with error : HSA_STATUS_ERROR_EXCEPTION") != std::string::npos);
+  });
+  INFO(end.text);
+  CHECK(WIFSIGNALED(end.status));
+  CHECK(WTERMSIG(end.status) == SIGABRT);
+  CHECK(end.text.find("aborting with error : HSA_STATUS_ERROR_EXCEPTION") != std::string::npos);
 }

@@ -11,17 +11,12 @@
 #include "fork_children.hpp"
 #include "mori/shmem.hpp"
 #include "mori/state/gpu_states.hpp"
+#include "standin_support.hpp"
 
 namespace shmem = mori::shmem;
 using mori::test::run_ranks;
 
 namespace {
-
-#define PE_CHECK(cond)                                                                      \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
-      return "rank " + std::to_string(rank) + ": " #cond " failed: " + shmem::last_error(); \
-  } while (0)
 
 // Each PE writes its rank into slot [rank] of every PE's copy of `slots`, through ptr_p2p (IPC
 // mappings on the static heap, imported VMM handles on the VMM heap), then reads all of them.
@@ -73,16 +68,11 @@ std::string registered_round(int rank, int n) {
 std::string module_round(int rank, int n) {
   hipModule_t module = nullptr;
   PE_CHECK(hipModuleLoad(&module, MORI_TEST_MODULE) == hipSuccess);
-  hipDeviceptr_t states = nullptr;
-  size_t bytes = 0;
-  PE_CHECK(hipModuleGetGlobal(&states, &bytes, module, "_ZN4mori5shmem15globalGpuStatesE") ==
-           hipSuccess);
-  PE_CHECK(bytes == sizeof(mori::state::GpuStates));
   mori::state::GpuStates seen{};
-  PE_CHECK(hipMemcpyDtoH(&seen, states, sizeof seen) == hipSuccess);
+  PE_CHECK(mori::test::read_module_states(module, &seen) == "");
   PE_CHECK(seen.abi_version == 0);  // nothing published yet
   PE_CHECK(shmem::module_init(module) == 0);
-  PE_CHECK(hipMemcpyDtoH(&seen, states, sizeof seen) == hipSuccess);
+  PE_CHECK(mori::test::read_module_states(module, &seen) == "");
   PE_CHECK(seen.abi_version == mori::state::kGpuStatesAbiVersion);
   PE_CHECK(seen.rank == rank);
   PE_CHECK(seen.n_pes == n);

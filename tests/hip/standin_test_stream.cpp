@@ -4,18 +4,17 @@
 #include <doctest/doctest.h>
 #include <hip/hip_runtime_api.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-#include "mori/shmem.hpp"
 #include "backend/hip/stream_hip.hpp"
+#include "mori/shmem.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/runtime.hpp"
 #include "standin_control.h"
+#include "standin_support.hpp"
 
 namespace shmem = mori::shmem;
 using mori::runtime::StreamOp;
@@ -108,13 +107,8 @@ TEST_CASE("the stream kernel's module holds the published device state") {
   init_one_pe();
   auto module = static_cast<hipModule_t>(mori::backend::stream_kernel_module());
   REQUIRE(module != nullptr);
-  hipDeviceptr_t p = nullptr;
-  size_t bytes = 0;
-  REQUIRE(hipModuleGetGlobal(&p, &bytes, module, "_ZN4mori5shmem15globalGpuStatesE") ==
-          hipSuccess);
-  REQUIRE(bytes == sizeof(mori::state::GpuStates));
   mori::state::GpuStates seen{};
-  REQUIRE(hipMemcpyDtoH(&seen, p, sizeof seen) == hipSuccess);
+  REQUIRE(mori::test::read_module_states(module, &seen) == "");
   CHECK(seen.abi_version == mori::state::kGpuStatesAbiVersion);
   CHECK(seen.rank == 0);
   CHECK(seen.n_pes == 1);
@@ -130,11 +124,7 @@ TEST_CASE("the stream kernel's module holds the published device state") {
 // written from the host, and the stand-in traps the stream kernel's launch. ROCm's queue callback
 // line comes first, then mori's abort report of the record.
 TEST_CASE("a stream op that traps aborts the process and mori prints the device-error record") {
-  int err[2];
-  REQUIRE(pipe(err) == 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(err[1], 2);
+  const mori::test::ChildEnd end = mori::test::run_reading_stderr([] {
     shmem::InitAttr attr;
     attr.rank = 0;
     attr.n_ranks = 1;
@@ -146,26 +136,18 @@ TEST_CASE("a stream op that traps aborts the process and mori prints the device-
     record->pe = 5;
     std::snprintf(record->message, sizeof record->message, "stream putmem: PE 5 of 1");
     mori_hip_standin_trap_next_launch();
-    StreamOp op = op_of(0);
-    if (!mori::backend::stream_enqueue(nullptr, op).ok()) _exit(4);
+    if (!mori::backend::stream_enqueue(nullptr, op_of(0)).ok()) _exit(4);
     (void)hipDeviceSynchronize();  // never returns: the trap aborts first
     _exit(5);
-  }
-  close(err[1]);
-  std::string text;
-  char buf[512];
-  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) text.append(buf, n);
-  close(err[0]);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  INFO(text);
-  CHECK(WIFSIGNALED(status));
-  CHECK(WTERMSIG(status) == SIGABRT);
-  const size_t rocm = text.find("aborting with error : HSA_STATUS_ERROR_EXCEPTION");
-  const size_t mori = text.find("mori: device error: ");
+  });
+  INFO(end.text);
+  CHECK(WIFSIGNALED(end.status));
+  CHECK(WTERMSIG(end.status) == SIGABRT);
+  const size_t rocm = end.text.find("aborting with error : HSA_STATUS_ERROR_EXCEPTION");
+  const size_t mori = end.text.find("mori: device error: ");
   CHECK(rocm != std::string::npos);
   REQUIRE(mori != std::string::npos);
   CHECK(rocm < mori);
-  CHECK(text.find("PE out of range", mori) != std::string::npos);
-  CHECK(text.find("stream putmem: PE 5 of 1", mori) != std::string::npos);
+  CHECK(end.text.find("PE out of range", mori) != std::string::npos);
+  CHECK(end.text.find("stream putmem: PE 5 of 1", mori) != std::string::npos);
 }

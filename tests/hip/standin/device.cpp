@@ -99,7 +99,7 @@ hipError_t hipGetLastError(void) {
 // clr hip_device_runtime.cpp, hipDeviceSynchronize: CHECK_SUPPORTED_DURING_CAPTURE refuses it
 // while a stream is captured.
 hipError_t hipDeviceSynchronize(void) {
-  if (standin::capture_active()) return ret(hipErrorStreamCaptureUnsupported);
+  if (hipError_t e = standin::capture_violation(hipErrorStreamCaptureUnsupported)) return e;
   standin::drain_all();
   return hipSuccess;
 }
@@ -123,6 +123,7 @@ const char* hipGetErrorName(hipError_t e) {
     MORI_STANDIN_ERROR(hipErrorNotSupported)
     MORI_STANDIN_ERROR(hipErrorStreamCaptureUnsupported)
     MORI_STANDIN_ERROR(hipErrorStreamCaptureImplicit)
+    MORI_STANDIN_ERROR(hipErrorStreamCaptureInvalidated)
     MORI_STANDIN_ERROR(hipErrorIllegalState)
     MORI_STANDIN_ERROR(hipErrorLaunchFailure)
 #undef MORI_STANDIN_ERROR

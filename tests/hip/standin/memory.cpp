@@ -23,7 +23,7 @@ std::map<uintptr_t, Allocation>& allocations() {
 hipError_t allocate(size_t bytes, bool device, void** out) {
   if (!out) return ret(hipErrorInvalidValue);
   // clr hip_memory.cpp, hipMalloc: CHECK_STREAM_CAPTURE_SUPPORTED refuses allocation during capture.
-  if (capture_active()) return ret(hipErrorStreamCaptureUnsupported);
+  if (hipError_t e = capture_violation(hipErrorStreamCaptureUnsupported)) return e;
   if (bytes == 0) {
     *out = nullptr;
     return hipSuccess;
@@ -72,9 +72,10 @@ bool find_allocation(const void* p, Allocation* out) {
 using standin::ret;
 
 namespace {
-// Blocking copies and fills run after the work already on the null stream, as HIP's do.
+// Blocking copies and fills run after the work already on the null stream, as HIP's do; capture
+// forbids them (clr hip_internal.hpp CHECK_STREAM_CAPTURING).
 hipError_t blocking(std::function<void()> work) {
-  if (standin::capture_active()) return ret(hipErrorStreamCaptureImplicit);
+  if (hipError_t e = standin::capture_violation(hipErrorStreamCaptureImplicit)) return e;
   standin::drain(nullptr);
   work();
   return hipSuccess;
@@ -88,7 +89,7 @@ hipError_t hipExtMallocWithFlags(void** ptr, size_t bytes, unsigned int) {
   return standin::allocate(bytes, true, ptr);
 }
 hipError_t hipFree(void* ptr) {
-  if (standin::capture_active()) return ret(hipErrorStreamCaptureUnsupported);
+  if (hipError_t e = standin::capture_violation(hipErrorStreamCaptureUnsupported)) return e;
   standin::drain_all();  // hipFree waits for the device, as clr's does
   return standin::release(ptr);
 }

@@ -33,9 +33,13 @@ hipError_t release(void* base);
 // The allocation containing p, or false.
 bool find_allocation(const void* p, Allocation* out);
 
-// Stream capture (clr hip_internal.hpp CHECK_STREAM_CAPTURE_SUPPORTED): true while any stream is
-// being captured, which refuses allocation and synchronization.
+// Stream capture: true while any stream is being captured.
 bool capture_active();
+// A call that capture forbids (clr hip_internal.hpp CHECK_STREAM_CAPTURE_SUPPORTED,
+// CHECK_SUPPORTED_DURING_CAPTURE, CHECK_STREAM_CAPTURING): while any stream is captured, marks
+// every capture invalidated (hipStreamEndCapture then fails) and returns `refusal`; else
+// hipSuccess.
+hipError_t capture_violation(hipError_t refusal);
 // Appends `work` to the stream's queue (nullptr is the null stream), or to its graph while captured.
 void enqueue(hipStream_t stream, std::function<void()> work);
 // Waits until every stream has run what was queued on it.

@@ -28,7 +28,8 @@ size_t mori_hip_standin_launch_count(void);
 int mori_hip_standin_launch(size_t index, struct MoriHipStandinLaunch* out);
 void mori_hip_standin_clear_launches(void);
 // While held, the streams' workers run nothing: work queued meanwhile waits, and a call that
-// returns while held returned without waiting for its work.
+// returns while held returned without waiting for its work. A host wait for held work (a
+// synchronize, a blocking copy) aborts the process, naming the stream, instead of hanging.
 void mori_hip_standin_hold_streams(int hold);
 // Work items queued on all streams and not yet run.
 size_t mori_hip_standin_pending(void);

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <new>
@@ -27,6 +29,7 @@ struct ihipStream_t {
   uint64_t queued = 0;  // work items ever queued
   uint64_t done = 0;    // of which run
   ihipGraph* capture = nullptr;
+  bool invalidated = false;  // the capture broke a rule of capture
   bool stop = false;
   std::thread worker;
 };
@@ -98,6 +101,13 @@ std::vector<ihipStream_t*> all_streams() {
 
 void wait_idle(ihipStream_t* s) {
   std::unique_lock lock(s->mu);
+  // Held workers run nothing, so this wait would never end: the call under test waited for the
+  // device, which is what holding the streams is there to catch.
+  if (held.load() && s->done < s->queued) {
+    std::fprintf(stderr, "HIP stand-in: a host wait for stream %p while its work is held\n",
+                 static_cast<void*>(s));
+    std::abort();
+  }
   const uint64_t target = s->queued;
   s->cv.wait(lock, [&] { return s->done >= target; });
 }
@@ -105,6 +115,15 @@ void wait_idle(ihipStream_t* s) {
 }  // namespace
 
 bool capture_active() { return capturing.load() > 0; }
+
+hipError_t capture_violation(hipError_t refusal) {
+  if (!capture_active()) return hipSuccess;
+  for (ihipStream_t* s : all_streams()) {
+    std::lock_guard lock(s->mu);
+    if (s->capture) s->invalidated = true;
+  }
+  return ret(refusal);
+}
 
 void enqueue(hipStream_t stream, std::function<void()> work) {
   ihipStream_t* s = resolve(stream);
@@ -189,15 +208,19 @@ hipError_t hipStreamBeginCapture(hipStream_t stream, hipStreamCaptureMode) {
   return hipSuccess;
 }
 
-// clr hip_graph.cpp, hipStreamEndCapture: a stream not being captured is hipErrorIllegalState.
+// clr hip_graph.cpp, hipStreamEndCapture_common: a stream not being captured is
+// hipErrorIllegalState; an invalidated capture ends without a graph, hipErrorStreamCaptureInvalidated.
 hipError_t hipStreamEndCapture(hipStream_t stream, hipGraph_t* graph) {
   if (!stream || !graph) return ret(hipErrorInvalidValue);
   std::lock_guard lock(stream->mu);
   if (!stream->capture) return ret(hipErrorIllegalState);
-  *graph = stream->capture;
+  const bool invalidated = stream->invalidated;
+  *graph = invalidated ? nullptr : stream->capture;
+  if (invalidated) delete stream->capture;
   stream->capture = nullptr;
+  stream->invalidated = false;
   --standin::capturing;
-  return hipSuccess;
+  return invalidated ? ret(hipErrorStreamCaptureInvalidated) : hipSuccess;
 }
 
 hipError_t hipStreamIsCapturing(hipStream_t stream, hipStreamCaptureStatus* status) {

@@ -75,7 +75,7 @@ hipError_t hipMemCreate(hipMemGenericAllocationHandle_t* handle, size_t size,
       prop->requestedHandleType != hipMemHandleTypePosixFileDescriptor)
     return ret(hipErrorNotSupported);
   if (size % granularity() != 0) return ret(hipErrorInvalidValue);
-  if (standin::capture_active()) return ret(hipErrorStreamCaptureUnsupported);
+  if (hipError_t e = standin::capture_violation(hipErrorStreamCaptureUnsupported)) return e;
   const int fd = memfd_create("hip.vmm", MFD_CLOEXEC);
   if (fd < 0) return ret(hipErrorOutOfMemory);
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
