@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/hip/stream_hip.hpp"
+#include "fork_children.hpp"
 #include "mori/shmem.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/runtime.hpp"
@@ -150,4 +151,26 @@ TEST_CASE("a stream op that traps aborts the process and mori prints the device-
   CHECK(rocm < mori);
   CHECK(end.text.find("PE out of range", mori) != std::string::npos);
   CHECK(end.text.find("stream putmem: PE 5 of 1", mori) != std::string::npos);
+}
+
+TEST_CASE("on an arch without a stream kernel init works and stream_enqueue names the arch") {
+  auto run = mori::test::run_ranks(1, [](int rank) -> std::string {
+    setenv("MORI_HIP_STANDIN_ARCH", "gfx950", 1);  // not in this build's GPU_TARGETS
+    shmem::InitAttr attr;
+    attr.rank = 0;
+    attr.n_ranks = 1;
+    PE_CHECK(shmem::get_unique_id(&attr.uid) == 0);
+    PE_CHECK(shmem::init_attr(shmem::MORI_SHMEM_INIT_WITH_UNIQUEID, &attr) == 0);
+    PE_CHECK(mori::backend::stream_kernel_module() == nullptr);
+    const mori::Status s = mori::backend::stream_enqueue(nullptr, op_of(0));
+    PE_CHECK(!s.ok());
+    PE_CHECK(s.message() ==
+             "the hip backend has no stream kernel for gfx950: libmori_shmem was built for "
+             "GPU_TARGETS without it");
+    PE_CHECK(shmem::finalize() == 0);
+    return "";
+  });
+  REQUIRE(run.children.size() == 1);
+  CHECK(run.children[0].text == "");
+  CHECK(run.children[0].exit_code == 0);
 }

@@ -28,12 +28,10 @@ int device_count() {
   return n;
 }
 
+// Read at each call, so that a forked child may choose another arch than its parent.
 const char* device_arch() {
-  static const std::string arch = [] {
-    const char* v = std::getenv("MORI_HIP_STANDIN_ARCH");
-    return std::string(v && *v ? v : "gfx942");
-  }();
-  return arch.c_str();
+  const char* v = std::getenv("MORI_HIP_STANDIN_ARCH");
+  return v && *v ? v : "gfx942";
 }
 
 int current_device() { return thread_device; }
