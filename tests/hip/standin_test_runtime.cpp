@@ -37,6 +37,11 @@ std::string heap_round(int rank, int n, size_t bytes) {
   }
   PE_CHECK(shmem::barrier_all() == 0);
   PE_CHECK(shmem::free(slots) == 0);
+  // calloc zeroes through hipMemset (backend::fill_device).
+  auto* zeroed = static_cast<uint64_t*>(shmem::calloc(bytes / sizeof(uint64_t), sizeof(uint64_t)));
+  PE_CHECK(zeroed != nullptr);
+  PE_CHECK(zeroed[0] == 0 && zeroed[bytes / sizeof(uint64_t) - 1] == 0);
+  PE_CHECK(shmem::free(zeroed) == 0);
   return "";
 }
 
@@ -95,9 +100,12 @@ std::string run_pe(const shmem::UniqueId& id, int rank, int n, const char* mode)
   int device = -1;
   PE_CHECK(hipGetDevice(&device) == hipSuccess);
   PE_CHECK(device == rank);  // the rank-th device of this node
-  for (const std::string& step : {heap_round(rank, n, 64 << 10), heap_round(rank, n, 24 << 20),
-                                  registered_round(rank, n), module_round(rank, n)})
-    if (!step.empty()) return step;
+  // Each step runs only if the ones before it passed.
+  std::string failed = heap_round(rank, n, 64 << 10);
+  if (failed.empty()) failed = heap_round(rank, n, 24 << 20);  // several VMM chunks at once
+  if (failed.empty()) failed = registered_round(rank, n);
+  if (failed.empty()) failed = module_round(rank, n);
+  if (!failed.empty()) return failed;
   PE_CHECK(shmem::finalize() == 0);
   return "";
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ class HipVmmHeap final : public HeapMemory {
 
  private:
   Status map_chunk(int pe, size_t index, hipMemGenericAllocationHandle_t handle);
+  void unmap_chunk(int pe, size_t index);
   Status grow(size_t end);
   Status import_round(size_t first, const std::vector<Published>& all, size_t count);
   Status agree(Status local);
@@ -60,16 +62,14 @@ class HipVmmHeap final : public HeapMemory {
   size_t span_ = 0;              // bytes of each reservation
   std::vector<char*> reserved_;  // per PE: what hipMemAddressReserve returned, or null
   std::vector<char*> views_;     // per PE: its heap in this process, on kBaseAlignment
-  std::vector<std::vector<hipMemGenericAllocationHandle_t>> chunks_;  // per PE, mapped chunks
+  // Per PE: its mapped chunks by index (a retried growth maps an index again).
+  std::vector<std::map<size_t, hipMemGenericAllocationHandle_t>> chunks_;
   size_t mapped_ = 0;
 };
 
 HipVmmHeap::~HipVmmHeap() {
   for (size_t pe = 0; pe < views_.size(); ++pe) {
-    for (size_t i = 0; i < chunks_[pe].size(); ++i) {
-      (void)hipMemUnmap(views_[pe] + i * config_.chunk_size, config_.chunk_size);
-      (void)hipMemRelease(chunks_[pe][i]);
-    }
+    for (const auto& [index, handle] : chunks_[pe]) unmap_chunk(static_cast<int>(pe), index);
     if (reserved_[pe]) (void)hipMemAddressFree(reserved_[pe], span_);
   }
 }
@@ -125,7 +125,17 @@ Status HipVmmHeap::ensure_mapped(size_t end) {
   return grow((end + chunk - 1) / chunk * chunk);
 }
 
+void HipVmmHeap::unmap_chunk(int pe, size_t index) {
+  (void)hipMemUnmap(views_[pe] + index * config_.chunk_size, config_.chunk_size);
+  (void)hipMemRelease(chunks_[pe][index]);
+}
+
 Status HipVmmHeap::map_chunk(int pe, size_t index, hipMemGenericAllocationHandle_t handle) {
+  // What a failed growth left at this index goes before the retry maps it again.
+  if (chunks_[pe].count(index)) {
+    unmap_chunk(pe, index);
+    chunks_[pe].erase(index);
+  }
   char* at = views_[pe] + index * config_.chunk_size;
   const std::string what = "chunk " + std::to_string(index) + " of rank " + std::to_string(pe);
   MORI_TRY(check(hipMemMap(at, config_.chunk_size, 0, handle, 0), "hipMemMap of " + what));
@@ -138,7 +148,7 @@ Status HipVmmHeap::map_chunk(int pe, size_t index, hipMemGenericAllocationHandle
     (void)hipMemUnmap(at, config_.chunk_size);
     return s;
   }
-  chunks_[pe].push_back(handle);
+  chunks_[pe][index] = handle;
   return {};
 }
 
