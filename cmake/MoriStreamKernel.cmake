@@ -29,9 +29,9 @@ function(mori_add_stream_kernel target)
       OUTPUT ${_out}
       COMMAND ${_cxx} -std=c++20 -x hip -nogpulib --offload-device-only --no-gpu-bundle-output
               --offload-arch=${_arch} -O2 -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src
-              -DMORI_BACKEND_HIP=1 ${MORI_RDMA_DEFINES_FLAGS} -c ${_src} -o ${_out}
-      DEPENDS ${_src} ${PROJECT_SOURCE_DIR}/src/runtime/stream_op_run.hpp
-              ${PROJECT_SOURCE_DIR}/src/runtime/stream_op.hpp
+              -DMORI_BACKEND_HIP=1 ${MORI_RDMA_DEFINES_FLAGS} -MD -MF ${_out}.d -c ${_src} -o ${_out}
+      DEPENDS ${_src}
+      DEPFILE ${_out}.d
       COMMENT "stream kernel for ${_arch}" VERBATIM)
     list(APPEND _objects ${_out})
     string(APPEND _images "__asm__(\".section .rodata\\n.balign 16\\n.globl mori_stream_kernel_${_arch}\\n"

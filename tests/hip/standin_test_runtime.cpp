@@ -117,7 +117,7 @@ void run_job(int n, const char* mode) {
       run_ranks(n, [&](int rank) { return run_pe(id, rank, n, mode); }, std::chrono::seconds(60));
   REQUIRE(run.children.size() == static_cast<size_t>(n));
   for (const auto& c : run.children) {
-    INFO("rank " << c.rank << ": " << c.text);
+    INFO(c.text);
     CHECK(c.exit_code == 0);
     CHECK(c.text.empty());
   }
