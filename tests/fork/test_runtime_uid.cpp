@@ -19,13 +19,6 @@ using mori::test::run_ranks;
 
 namespace {
 
-// Fails the child with a message naming the check.
-#define PE_CHECK(cond)                                                                      \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
-      return "rank " + std::to_string(rank) + ": " #cond " failed: " + shmem::last_error(); \
-  } while (0)
-
 shmem::InitAttr attr_for(const shmem::UniqueId& id, int rank, int n) {
   shmem::InitAttr attr;
   attr.rank = rank;
