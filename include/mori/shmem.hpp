@@ -5,6 +5,7 @@
 #pragma once
 
 #include "mori/shmem/host_api.hpp"
+#include "mori/shmem/stream_api.hpp"
 #include "mori/shmem/unique_id.hpp"
 #include "mori/state/gpu_states.hpp"
 

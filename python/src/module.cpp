@@ -12,6 +12,7 @@
 #include "mori/shmem/host_api.hpp"
 #include "mori/version.hpp"
 #include "py_bootstrap.hpp"
+#include "py_stream.hpp"
 #include "runtime/init.hpp"
 
 namespace py = pybind11;
@@ -270,4 +271,5 @@ PYBIND11_MODULE(_mori_shmem, m) {
       [](uint64_t module) { return check(shmem::module_finalize(as_pointer(module))); },
       py::arg("module"),
       "Forgets a module given to shmem_module_init, so that it may be unloaded; returns 0.");
+  mori::python::add_stream_api(m);
 }

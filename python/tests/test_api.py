@@ -270,3 +270,37 @@ def test_init_over_a_python_bootstrap():
             _mori_shmem._init_with_channel("custom_init", channel, rank, 1)
         with pytest.raises(RuntimeError, match="not initialised"):
             shmem.shmem_mype()
+
+
+def test_stream_calls_before_init_and_bad_streams():
+    stream = shmem.Stream()
+    assert stream.query()
+    stream.synchronize()
+    with pytest.raises(RuntimeError, match=r"^barrier_all_on_stream: not initialised"):
+        shmem.shmem_barrier_on_stream(stream)
+    with pytest.raises(RuntimeError, match=r"^putmem_on_stream: not initialised"):
+        shmem.shmem_putmem_on_stream(4096, 4096, 8, 0)
+    with pytest.raises(TypeError, match="a mori.shmem.Stream or None on the host backend"):
+        shmem.shmem_quiet_on_stream(object())
+    with pytest.raises(ValueError, match="dtype 'int33' is not a mori element type"):
+        shmem.shmem_reduce_on_stream(0, 4096, 4096, 1, "int33", "sum")
+    with pytest.raises(ValueError, match="op 'mean' is not a reduction"):
+        shmem.shmem_reduce_on_stream(0, 4096, 4096, 1, "int32", "mean")
+
+
+def test_streams_on_one_pe(solo_pe):
+    n = 64
+    src, dst, sig = shmem.shmem_malloc(n * 8), shmem.shmem_malloc(n * 8), shmem.shmem_calloc(1, 8)
+    shmem.tensor(src, n, torch.float64).copy_(torch.arange(n, dtype=torch.float64) / 4)
+    stream = shmem.Stream()
+    shmem.shmem_putmem_signal_on_stream(dst, src, n * 8, sig, 3, shmem.SIGNAL_SET, 0, stream)
+    shmem.shmem_signal_wait_until_on_stream(sig, shmem.CMP_EQ, 3, stream)
+    shmem.shmem_reduce_on_stream(shmem.MORI_SHMEM_TEAM_WORLD, src, dst, n, "double", "max", stream)
+    shmem.shmem_barrier_on_stream(stream)
+    stream.synchronize()
+    assert torch.equal(shmem.tensor(src, n, torch.float64), torch.arange(n, dtype=torch.float64) / 4)
+    assert shmem.tensor(sig, 1, torch.int64).item() == 3
+    with pytest.raises(RuntimeError, match=r"^putmem_on_stream: PE 1 is not in \[0, 1\)"):
+        shmem.shmem_putmem_on_stream(dst, src, 8, 1, stream)
+    for p in (sig, dst, src):
+        shmem.shmem_free(p)

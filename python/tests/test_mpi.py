@@ -60,6 +60,32 @@ def check_teams(rank, world_size):
         s.shmem_team_destroy(team)
 
 
+def check_streams(rank, world_size):
+    """The stream-ordered calls on every PE: a put with a signal to the next PE, its wait, the
+    original mori's shmem_barrier_on_stream, and a sum on the default stream, checked exactly."""
+    import torch
+
+    s = mori.shmem
+    n, nxt, prv = 256, (rank + 1) % world_size, (rank - 1) % world_size
+    src, dst, sig = s.shmem_malloc(n * 4), s.shmem_calloc(n, 4), s.shmem_calloc(1, 8)
+    base = torch.arange(n, dtype=torch.int32)
+    s.tensor(src, n, torch.int32).copy_(base + 1000 * rank)
+    s.shmem_barrier_all()
+    stream = s.Stream()
+    s.shmem_putmem_signal_on_stream(dst, src, n * 4, sig, 1, s.SIGNAL_ADD, nxt, stream)
+    s.shmem_signal_wait_until_on_stream(sig, s.CMP_EQ, 1, stream)
+    s.shmem_barrier_on_stream(stream)
+    stream.synchronize()
+    assert torch.equal(s.tensor(dst, n, torch.int32), base + 1000 * prv)
+    s.shmem_reduce_on_stream(s.MORI_SHMEM_TEAM_WORLD, dst, src, n, "int32", "sum")
+    s.shmem_stream_synchronize()
+    want = base * world_size + 1000 * world_size * (world_size - 1) // 2
+    assert torch.equal(s.tensor(dst, n, torch.int32), want)
+    s.shmem_barrier_all()
+    for p in (sig, dst, src):
+        s.shmem_free(p)
+
+
 def test_method1_torch_process_group(store_path):
     guide_flow.method1_torch_group(RANK, WORLD_SIZE, f"file://{store_path}")
     guide_flow.quick_reference(RANK, WORLD_SIZE)
@@ -76,6 +102,7 @@ def test_method2_unique_id(store_path):
     guide_flow.method2_unique_id(RANK, WORLD_SIZE, share)
     guide_flow.quick_reference(RANK, WORLD_SIZE)
     check_teams(RANK, WORLD_SIZE)
+    check_streams(RANK, WORLD_SIZE)
     assert mori.shmem.shmem_finalize() == 0
 
 

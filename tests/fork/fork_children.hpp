@@ -16,6 +16,14 @@
 #include <string>
 #include <vector>
 
+// Fails a child (a body of run_children, with `rank` in scope) with a message naming the check and
+// the runtime's last error.
+#define PE_CHECK(cond)                                                                      \
+  do {                                                                                      \
+    if (!(cond))                                                                            \
+      return "rank " + std::to_string(rank) + ": " #cond " failed: " + shmem::last_error(); \
+  } while (0)
+
 namespace mori::test {
 
 struct ChildOutcome {

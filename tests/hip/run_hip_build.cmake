@@ -1,10 +1,11 @@
 # Configures, builds and tests mori with MORI_BACKEND=hip in a sub-build (cmake -P script), from the host build's
-# ctest. The sub-build's own tests (label hip) check that init fails cleanly without a GPU. Only what they need is
-# built: the runtime library for the hip backend and the test binary (the rest of the tree's targets are the host
+# ctest. The sub-build's own tests (label hip) check that init fails cleanly without a GPU (Debian's libamdhip64), and
+# run the hip runtime path against the stand-in libamdhip64 (tests/hip/standin). Only what they need is built: the
+# runtime library for the hip backend, the stand-in and the two test binaries (the rest of the tree's targets are the host
 # build's, and building them again here cost five minutes of CI).
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BUILD} -G ${GENERATOR} -DMORI_BACKEND=hip
                         -DMORI_BUILD_DEVICE_TESTS=OFF -DMORI_BUILD_BENCH=OFF -DMORI_BUILD_EXAMPLES=OFF
                 COMMAND_ERROR_IS_FATAL ANY)
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD} --target mori_shmem mori_hip_tests COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD} --target mori_shmem mori_hip_tests mori_hip_standin_tests COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_CTEST_COMMAND} --output-on-failure --no-tests=error -L hip WORKING_DIRECTORY ${BUILD}
                 COMMAND_ERROR_IS_FATAL ANY)

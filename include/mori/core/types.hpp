@@ -21,8 +21,10 @@
   X(double, double)
 
 // The C type names of the single-value `_p` / `_g` family (the device ABI spec, docs/bitcode.md):
-// X(c_type, abi_name).
-#define MORI_FOR_EACH_P_TYPE(X)    \
+// X(c_type, abi_name). MORI_FOR_EACH_P_C_TYPE holds the distinct C++ types among them (what an
+// overload set of non-template functions can take: the fixed-width names are aliases of these on
+// every supported target), MORI_FOR_EACH_P_TYPE all of the family's names.
+#define MORI_FOR_EACH_P_C_TYPE(X)  \
   X(int, int)                      \
   X(long, long)                    \
   X(long long, longlong)           \
@@ -34,10 +36,12 @@
   X(unsigned long, ulong)          \
   X(unsigned long long, ulonglong) \
   X(unsigned char, uchar)          \
-  X(unsigned short, ushort)        \
-  X(int32_t, int32)                \
-  X(int64_t, int64)                \
-  X(uint32_t, uint32)              \
+  X(unsigned short, ushort)
+#define MORI_FOR_EACH_P_TYPE(X) \
+  MORI_FOR_EACH_P_C_TYPE(X)     \
+  X(int32_t, int32)             \
+  X(int64_t, int64)             \
+  X(uint32_t, uint32)           \
   X(uint64_t, uint64)
 
 // The 32- and 64-bit fixed-width integers: the types of the ABI's integer atomic and wait wrappers.

@@ -27,6 +27,10 @@ struct LaunchConfig {
 // message).
 using Status = mori::Status;
 
+// Why `config` cannot be launched (an empty grid or block, too many threads, a bad warp size), or
+// ok. launch_lanes checks it first; an asynchronous launch (host/stream.hpp) checks it at the call.
+Status check_launch(const LaunchConfig& config);
+
 // Runs body() once per lane and returns when every lane has finished. A lane that traps or throws
 // fails the launch: the other lanes are unwound at their next barrier or relax(), and all threads
 // are joined before return.

@@ -127,16 +127,7 @@ MORI_DEVICE void reducescatter(Team team, T* dest, const T* source, size_t nredu
                                  nreduce);
 }
 
-// X(reduce name, reducescatter name, ReduceOp): and_reduce<S>(team, dest, source, nreduce), ...
-// (the names are spelled out: `and`, `or` and `xor` are operators to the preprocessor).
-#define MORI_FOR_EACH_REDUCE_OP(X)       \
-  X(and_reduce, and_reducescatter, kAnd) \
-  X(or_reduce, or_reducescatter, kOr)    \
-  X(xor_reduce, xor_reducescatter, kXor) \
-  X(min_reduce, min_reducescatter, kMin) \
-  X(max_reduce, max_reducescatter, kMax) \
-  X(sum_reduce, sum_reducescatter, kSum) \
-  X(prod_reduce, prod_reducescatter, kProd)
+// and_reduce<S>(team, dest, source, nreduce), ... (MORI_FOR_EACH_REDUCE_OP, reduce_op.hpp).
 #define MORI_REDUCE_NAMED(reduce_name, scatter_name, op)                               \
   template <Scope S = Thread, typename T>                                              \
   MORI_DEVICE void reduce_name(Team team, T* dest, const T* source, size_t nreduce) {  \

@@ -6,8 +6,11 @@ power of two``; nothing exits the process. Collective calls (init, finalize, mal
 buffer_(de)register, barrier_all) must be made by every PE in the same order; the team splits by
 every PE of the parent team, team_destroy by every PE of the team.
 
-Added to the guide: ``register_process_group`` (torch 1.13 has no process-group registry) and
-``tensor`` (a ``torch.Tensor`` view of symmetric memory).
+Added to the guide: ``register_process_group`` (torch 1.13 has no process-group registry),
+``tensor`` (a ``torch.Tensor`` view of symmetric memory), and the stream-ordered calls
+``shmem_*_on_stream`` (``shmem_barrier_on_stream`` is the original mori's name), which take a
+``stream``: None for the default stream, a ``Stream`` on the host backend, a ``torch.cuda.Stream``
+(or its ``cuda_stream`` integer, the hipStream_t) on hip.
 """
 
 from mori._mori_shmem import (
@@ -51,20 +54,61 @@ from mori._mori_shmem import (
     shmem_team_translate_pe,
     version,
 )
+from mori._mori_shmem import (
+    CMP_EQ,
+    CMP_GE,
+    CMP_GT,
+    CMP_LE,
+    CMP_LT,
+    CMP_NE,
+    SIGNAL_ADD,
+    SIGNAL_SET,
+    shmem_alltoallmem_on_stream,
+    shmem_barrier_all_on_stream,
+    shmem_barrier_on_stream,
+    shmem_broadcastmem_on_stream,
+    shmem_fcollectmem_on_stream,
+    shmem_getmem_on_stream,
+    shmem_putmem_on_stream,
+    shmem_putmem_signal_on_stream,
+    shmem_quiet_on_stream,
+    shmem_reduce_on_stream,
+    shmem_reducescatter_on_stream,
+    shmem_signal_op_on_stream,
+    shmem_signal_wait_until_on_stream,
+    shmem_stream_synchronize,
+    shmem_sync_all_on_stream,
+    shmem_team_barrier_on_stream,
+    shmem_team_sync_on_stream,
+)
+from mori import _mori_shmem as _module
 from mori.shmem.process_group import register_process_group, shmem_torch_process_group_init
 from mori.shmem.tensor import tensor
 
+# The host backend's stream (mori::host::Stream); on hip the streams are torch's (None here).
+Stream = getattr(_module, "Stream", None)
+
 __all__ = [
+    "backend",
+    "CMP_EQ",
+    "CMP_GE",
+    "CMP_GT",
+    "CMP_LE",
+    "CMP_LT",
+    "CMP_NE",
     "MORI_SHMEM_INIT_WITH_MPI_COMM",
     "MORI_SHMEM_INIT_WITH_UNIQUEID",
     "MORI_SHMEM_TEAM_INVALID",
     "MORI_SHMEM_TEAM_SAME_LOCAL_INDEX",
     "MORI_SHMEM_TEAM_SHARED",
     "MORI_SHMEM_TEAM_WORLD",
-    "backend",
     "register_process_group",
     "shmem_addr_accessible",
+    "shmem_alltoallmem_on_stream",
     "shmem_barrier_all",
+    "shmem_barrier_all_on_stream",
+    "shmem_barrier_on_stream",
+    "shmem_broadcastmem_on_stream",
     "shmem_buffer_deregister",
     "shmem_buffer_register",
     "shmem_buffer_register_symmetric",
@@ -72,29 +116,45 @@ __all__ = [
     "shmem_ext_alloc_shareable",
     "shmem_ext_free_shareable",
     "shmem_ext_malloc_with_flags",
+    "shmem_fcollectmem_on_stream",
     "shmem_finalize",
     "shmem_free",
     "shmem_get_unique_id",
+    "shmem_getmem_on_stream",
     "shmem_info_get_name",
     "shmem_info_get_version",
     "shmem_init_attr",
     "shmem_malloc",
     "shmem_malloc_align",
-    "shmem_module_init",
     "shmem_module_finalize",
+    "shmem_module_init",
     "shmem_mype",
     "shmem_npes",
     "shmem_num_qp_per_pe",
     "shmem_pe_accessible",
     "shmem_ptr_p2p",
+    "shmem_putmem_on_stream",
+    "shmem_putmem_signal_on_stream",
+    "shmem_quiet_on_stream",
     "shmem_realloc",
+    "shmem_reduce_on_stream",
+    "shmem_reducescatter_on_stream",
+    "shmem_signal_op_on_stream",
+    "shmem_signal_wait_until_on_stream",
+    "shmem_stream_synchronize",
+    "shmem_sync_all_on_stream",
+    "shmem_team_barrier_on_stream",
     "shmem_team_destroy",
     "shmem_team_my_pe",
     "shmem_team_n_pes",
     "shmem_team_split_2d",
     "shmem_team_split_strided",
+    "shmem_team_sync_on_stream",
     "shmem_team_translate_pe",
     "shmem_torch_process_group_init",
+    "SIGNAL_ADD",
+    "SIGNAL_SET",
+    "Stream",
     "tensor",
     "version",
 ]

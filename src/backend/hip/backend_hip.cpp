@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/hip/stream_hip.hpp"
 #include "runtime/backend.hpp"
 
 namespace mori::backend {
@@ -48,9 +49,13 @@ Status open_device(int local_rank) {
         "no HIP device: hipGetDeviceCount found none (is /dev/kfd present and accessible?)");
   MORI_TRY(check(e, "hipGetDeviceCount"));
   pe_device = local_rank % count;
-  return use_device();
+  MORI_TRY(use_device());
+  return open_stream_kernel(pe_device);
 }
-void close_device() { pe_device = -1; }
+void close_device() {
+  close_stream_kernel();
+  pe_device = -1;
+}
 
 Status use_device() {
   if (pe_device < 0) return {};
@@ -134,7 +139,7 @@ Status publish(const state::GpuStates& states) {
   for (const void* symbol : symbols())
     MORI_TRY(check(hipMemcpyToSymbol(symbol, &states, sizeof states),
                    "hipMemcpyToSymbol(globalGpuStates)"));
-  return {};
+  return publish_to_stream_kernel(states);
 }
 
 Status publish_to_module(void* module, const state::GpuStates& states) {

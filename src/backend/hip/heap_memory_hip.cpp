@@ -1,5 +1,6 @@
-// The hip backend's heap memory: one uncached device allocation per PE (hipExtMallocWithFlags),
+// The hip backend's heap memory. The static heap (this file): one uncached device allocation per PE (hipExtMallocWithFlags),
 // shared with same-node peers through IPC handles (hipIpcGetMemHandle / hipIpcOpenMemHandle).
+// The VMM heap: heap_vmm_hip.cpp.
 //
 // HIP documents no alignment for an allocation beyond what any type needs, so the allocation is
 // kBaseAlignment larger than the heap, and the heap starts at its first kBaseAlignment boundary
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/hip/heap_vmm_hip.hpp"
 #include "heap/heap_memory.hpp"
 
 namespace mori::heap {
@@ -98,9 +100,7 @@ class HipStaticHeap final : public HeapMemory {
 
 Status make_heap_memory(const HeapConfig& config, bootstrap::Bootstrap& boot,
                         const std::vector<bool>& same_node, std::unique_ptr<HeapMemory>* out) {
-  if (config.mode == Mode::Vmm)
-    return Status::error(
-        "MORI_SHMEM_MODE=vmm_heap is not implemented on the hip backend yet; use static_heap");
+  if (config.mode == Mode::Vmm) return make_hip_vmm_heap(config, boot, same_node, out);
   auto heap = std::make_unique<HipStaticHeap>();
   MORI_TRY(heap->create(config, boot, same_node));
   *out = std::move(heap);

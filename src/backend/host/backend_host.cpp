@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "mori/host/stream.hpp"
 #include "mori/platform.hpp"
 #include "runtime/backend.hpp"
 
@@ -73,7 +74,8 @@ void free_device(void* p) { std::free(p); }
 Status alloc_host_visible(size_t bytes, void** out) { return alloc_device(bytes, out); }
 void free_host_visible(void* p) { std::free(p); }
 
-Status synchronize() { return {}; }
+// Kernels run synchronously in mori::host::launch; what runs asynchronously is the streams' work.
+Status synchronize() { return host::synchronize_all(); }
 
 Status publish(const state::GpuStates& states) {
   shmem::globalGpuStates = states;

@@ -81,7 +81,9 @@ void* lane_main(void* arg) {
   return nullptr;
 }
 
-Status validate(const LaunchConfig& c) {
+}  // namespace
+
+Status check_launch(const LaunchConfig& c) {
   const Dim3& g = c.grid;
   const Dim3& b = c.block;
   if (g.count() == 0 || b.count() == 0)
@@ -100,10 +102,8 @@ Status validate(const LaunchConfig& c) {
   return {};
 }
 
-}  // namespace
-
 Status launch_lanes(const LaunchConfig& config, const std::function<void()>& body) {
-  if (Status s = validate(config); !s.ok()) {
+  if (Status s = check_launch(config); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.message().c_str());
     return s;
   }

@@ -7,7 +7,6 @@
 // process_vm_readv the software NIC already relies on) and maps it. Memory from anywhere else
 // (malloc, a std::vector, the stack) has no descriptor a peer could map, so export refuses it.
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "backend/common/peer_fd.hpp"
 #include "backend/host/fd_passing.hpp"
 #include "runtime/backend.hpp"
 
@@ -121,10 +121,9 @@ Status import_shareable(const ShareableHandle& handle, size_t bytes, Imported* o
   const std::string what = "PE process " + std::to_string(h.pid) + "'s shareable memory";
   if (handle.offset > h.allocation_bytes || bytes > h.allocation_bytes - handle.offset)
     return Status::error(what + ": the range is outside its allocation");
-  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, h.pid, 0)));
-  if (!pidfd) return Status::error(errno_text(what + ": pidfd_open"));
-  UniqueFd fd(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), h.fd, 0)));
-  if (!fd) return Status::error(errno_text(what + ": pidfd_getfd"));
+  int raw = -1;
+  MORI_TRY(dup_peer_fd(h.pid, h.fd, what, &raw));
+  UniqueFd fd(raw);
   // mmap takes page-aligned offsets: map from the page holding the range's start.
   const size_t page = page_size();
   const size_t start = handle.offset / page * page;

@@ -32,13 +32,9 @@
 #include "mori/core/copy.hpp"
 #include "mori/shmem/coll/common.hpp"
 #include "mori/shmem/coll/move.hpp"
+#include "mori/shmem/reduce_op.hpp"
 
 namespace mori::shmem {
-
-// The reduction operators of OpenSHMEM 1.5 (section 9.9.7). The values are the ABI's `op` argument
-// of mori_shmem_reduce_<type>_<scope> and mori_shmem_reducescatter_<type>_<scope>.
-enum class ReduceOp : int { kAnd = 0, kOr = 1, kXor = 2, kMin = 3, kMax = 4, kSum = 5, kProd = 6 };
-inline constexpr int kReduceOps = 7;
 
 namespace detail::coll {
 

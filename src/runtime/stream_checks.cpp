@@ -1,0 +1,59 @@
+#include "runtime/stream_checks.hpp"
+
+#include <sstream>
+#include <string>
+
+#include "mori/state/team.hpp"
+
+namespace mori::runtime {
+
+namespace {
+// As the device's messages print an address.
+std::string hex(uint64_t v) {
+  std::ostringstream text;
+  text << "0x" << std::hex << v;
+  return text.str();
+}
+}  // namespace
+
+Status check_stream_pe(const Runtime& rt, int pe) {
+  if (pe < 0 || pe >= rt.n_pes)
+    return Status::error("PE " + std::to_string(pe) + " is not in [0, " + std::to_string(rt.n_pes) +
+                         ")");
+  if (rt.transports[pe] == static_cast<uint8_t>(state::Transport::kUnreachable))
+    return Status::error("PE " + std::to_string(pe) + " is not reachable from PE " +
+                         std::to_string(rt.rank));
+  return {};
+}
+
+Status check_local(const char* what, const void* p, uint64_t bytes) {
+  if (!p && bytes != 0) return Status::error(std::string(what) + " is null");
+  return {};
+}
+
+Status check_symmetric(const Runtime& rt, const char* what, const void* p, uint64_t bytes) {
+  if (bytes == 0) return {};
+  MORI_TRY(check_local(what, p, bytes));
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  uint64_t end = 0;  // of the symmetric range holding a
+  const uint64_t heap = reinterpret_cast<uint64_t>(rt.memory->base());
+  if (a >= heap && a < heap + rt.memory->size()) end = heap + rt.memory->size();
+  for (auto& [base, region] : rt.regions)
+    if (a >= base && a < base + region->size) end = base + region->size;
+  if (end == 0)
+    return Status::error(std::string(what) + " " + hex(a) +
+                         " is not symmetric (in the heap or a registered buffer)");
+  if (bytes > end - a)
+    return Status::error(std::string(what) + " " + hex(a) + " + " + std::to_string(bytes) +
+                         " bytes runs past the end of its symmetric range at " + hex(end));
+  return {};
+}
+
+Status check_team(const Runtime& rt, int team, const state::TeamDescriptor** out) {
+  *out = state::team_entry(rt.teams.data(), static_cast<int>(rt.teams.size()), team);
+  if (*out) return {};
+  return Status::error("team " + std::to_string(team) + " is not a valid team on PE " +
+                       std::to_string(rt.rank));
+}
+
+}  // namespace mori::runtime
