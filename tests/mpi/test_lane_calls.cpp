@@ -136,6 +136,9 @@ TEST_CASE("lane calls: a host-only call in a kernel fails the launch, naming it"
   fails("addr_accessible", [&] { shmem::addr_accessible(&x, 0); });
   fails("last_error", [] { shmem::last_error(); });
   fails("device_error", [] { shmem::device_error(); });
+  fails("putmem_on_stream", [&] { shmem::putmem_on_stream(&x, &x, sizeof x, 0, nullptr); });
+  fails("barrier_all_on_stream", [] { shmem::barrier_all_on_stream(nullptr); });
+  fails("stream_synchronize", [] { shmem::stream_synchronize(nullptr); });
   // The device's ctx_create has no default scope, so on the GPU this call does not compile.
   fails("ctx_create", [&] { shmem::ctx_create(0, &ctx); });
   fails("ctx_destroy", [&] { shmem::ctx_destroy(ctx); });
