@@ -5,6 +5,7 @@
 
 #include "mori/shmem/host_api.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::runtime {
@@ -98,6 +99,7 @@ std::string describe_device_error(const state::DeviceError& record) {
 namespace mori::shmem {
 
 const char* device_error() {
+  runtime::host_only("device_error");
   static thread_local std::string text;
   runtime::clear_error();
   runtime::Runtime* rt = runtime::require("device_error");

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "mori/shmem/host_api.hpp"
+#include "runtime/host_only.hpp"
 
 namespace mori::runtime {
 
@@ -19,5 +20,8 @@ void clear_error() { last.clear(); }
 }  // namespace mori::runtime
 
 namespace mori::shmem {
-const char* last_error() { return runtime::last.c_str(); }
+const char* last_error() {
+  runtime::host_only("last_error");
+  return runtime::last.c_str();
+}
 }  // namespace mori::shmem

@@ -5,12 +5,14 @@
 #include "mori/shmem/host_api.hpp"
 #include "mori/version.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 
 namespace mori::shmem {
 
 using runtime::report;
 
 void info_get_version(int* major, int* minor) {
+  runtime::host_only("info_get_version");
   runtime::clear_error();
   if (!major || !minor) {
     report("info_get_version", major ? "minor is null" : "major is null");
@@ -21,6 +23,7 @@ void info_get_version(int* major, int* minor) {
 }
 
 void info_get_name(char* name) {
+  runtime::host_only("info_get_name");
   runtime::clear_error();
   if (!name) {
     report("info_get_name", "name is null");

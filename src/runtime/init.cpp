@@ -15,6 +15,8 @@
 #include "runtime/amo_route.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/exit_line.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/node.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/team_table.hpp"
@@ -183,14 +185,31 @@ Status build(Runtime& rt) {
   std::memset(rt.error, 0, sizeof(state::DeviceError));
   MORI_TRY(runtime::open_contexts(rt));
   MORI_TRY(rt.publish());
+  // Before the last barrier: once any PE returns from init, every PE's exit line listens.
+  if (!rt.abort_job) MORI_TRY(runtime::open_exit_line(rt));
   return boot.barrier();
+}
+
+// What mori gives over MPI: the thread level (mori's MPI calls are made one at a time, under the
+// API lock, from whichever thread calls mori: MPI_THREAD_SERIALIZED suffices for
+// kThreadMultiple, and a lower MPI level is the most mori can give), and global_exit's way out.
+void use_mpi(const MPI_Comm* user_comm, Runtime& rt) {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  rt.thread_level = level >= MPI_THREAD_SERIALIZED ? kThreadMultiple
+                    : level == MPI_THREAD_FUNNELED ? kThreadFunneled
+                                                   : kThreadSingle;
+  const MPI_Comm comm = user_comm ? *user_comm : MPI_COMM_WORLD;
+  rt.abort_job = [comm](int status) { MPI_Abort(comm, status); };
 }
 
 // The bootstrap that init and init_attr ask for with `flags`.
 Status connect(bool from_init, unsigned flags, const InitAttr* attr, Runtime& rt) {
   if (flags == MORI_SHMEM_INIT_WITH_MPI_COMM) {
     if (from_init) MORI_TRY(ensure_mpi(&rt.mpi_initialized_here));
-    return bootstrap::make_mpi_bootstrap(attr ? attr->mpi_comm : nullptr, &rt.boot);
+    MORI_TRY(bootstrap::make_mpi_bootstrap(attr ? attr->mpi_comm : nullptr, &rt.boot));
+    use_mpi(attr ? static_cast<const MPI_Comm*>(attr->mpi_comm) : nullptr, rt);
+    return Status{};
   }
   if (flags == MORI_SHMEM_INIT_WITH_UNIQUEID) {
     if (!attr)
@@ -230,16 +249,19 @@ int start(const char* api, const std::function<Status(Runtime&)>& connect) {
 }  // namespace
 
 int init() {
+  runtime::host_only("init");
   return start("init", [](Runtime& rt) {
     return connect(true, MORI_SHMEM_INIT_WITH_MPI_COMM, nullptr, rt);
   });
 }
 
 int init_attr(unsigned flags, const InitAttr* attr) {
+  runtime::host_only("init_attr");
   return start("init_attr", [&](Runtime& rt) { return connect(false, flags, attr, rt); });
 }
 
 int get_unique_id(UniqueId* uid) {
+  runtime::host_only("get_unique_id");
   runtime::clear_error();
   if (!uid) return report("get_unique_id", "uid is null");
   if (Status s = bootstrap::new_unique_id(uid); !s.ok()) return report("get_unique_id", s);
@@ -247,6 +269,7 @@ int get_unique_id(UniqueId* uid) {
 }
 
 int finalize() {
+  runtime::host_only("finalize");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = runtime::require_device("finalize");
@@ -268,14 +291,17 @@ int finalize() {
 }
 
 int my_pe() {
+  MORI_LANE_FORM(my_pe());
   Runtime* rt = require("my_pe");
   return rt ? rt->rank : -1;
 }
 int n_pes() {
+  MORI_LANE_FORM(n_pes());
   Runtime* rt = require("n_pes");
   return rt ? rt->n_pes : -1;
 }
 int num_qp_per_pe() {
+  runtime::host_only("num_qp_per_pe");
   Runtime* rt = require("num_qp_per_pe");
   return rt ? rt->settings.num_qp_per_pe : -1;
 }

@@ -19,6 +19,7 @@
 #include "mori/shmem/host_api.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::shmem {
@@ -149,6 +150,15 @@ SymmetricRange find_symmetric(const Runtime& rt, uint64_t ptr) {
   return {};
 }
 
+// Where this process reaches `pe`'s copy of the symmetric `ptr`, or 0: not symmetric, or that
+// copy is not mapped here (RDMA, a peer's plain buffer_register buffer).
+uint64_t p2p_view(const Runtime& rt, uint64_t ptr, int pe) {
+  const SymmetricRange range = find_symmetric(rt, ptr);
+  if (!range.peer_bases) return 0;  // not symmetric: the guide's "pointer is invalid"
+  const uint64_t peer = (*range.peer_bases)[pe];
+  return peer ? peer + (ptr - range.base) : 0;
+}
+
 bool reachable(const Runtime& rt, int pe) {
   return pe >= 0 && pe < rt.n_pes &&
          rt.transports[pe] != static_cast<uint8_t>(state::Transport::kUnreachable);
@@ -156,13 +166,18 @@ bool reachable(const Runtime& rt, int pe) {
 
 }  // namespace
 
-void* malloc(size_t size) { return allocate("malloc", kDefaultAlignment, size); }
+void* malloc(size_t size) {
+  runtime::host_only("malloc");
+  return allocate("malloc", kDefaultAlignment, size);
+}
 
 void* malloc_align(size_t alignment, size_t size) {
+  runtime::host_only("malloc_align");
   return allocate("malloc_align", alignment, size);
 }
 
 void* ext_malloc_with_flags(size_t size, unsigned flags) {
+  runtime::host_only("ext_malloc_with_flags");
   if (flags != 0) {
     runtime::clear_error();
     report("ext_malloc_with_flags",
@@ -173,6 +188,7 @@ void* ext_malloc_with_flags(size_t size, unsigned flags) {
 }
 
 void* calloc(size_t count, size_t size) {
+  runtime::host_only("calloc");
   if (count != 0 && size > SIZE_MAX / count) {
     runtime::clear_error();
     report("calloc", std::to_string(count) + " objects of " + std::to_string(size) +
@@ -187,6 +203,7 @@ void* calloc(size_t count, size_t size) {
 // PE's earlier writes to the old object have landed) and the release's (no PE returns, and so
 // writes to the new object, before every PE has copied).
 void* realloc(void* ptr, size_t size) {
+  runtime::host_only("realloc");
   if (!ptr) return allocate("realloc", kDefaultAlignment, size);
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
@@ -218,6 +235,7 @@ void* realloc(void* ptr, size_t size) {
 }
 
 int free(void* ptr) {
+  runtime::host_only("free");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = require("free");
@@ -231,19 +249,30 @@ int free(void* ptr) {
 
 // A 0 answer is not an error: last_error() is "" after it (the Python module relies on that).
 int pe_accessible(int pe) {
+  runtime::host_only("pe_accessible");
   runtime::clear_error();
   Runtime* rt = require("pe_accessible");
   return rt && reachable(*rt, pe) ? 1 : 0;
 }
 
+// What a transfer to `addr` on `pe` will do: RDMA reaches every symmetric range through its keys;
+// P2P (and SDMA, which delegates to it) only a range whose copy on `pe` is mapped here, which a
+// plain buffer_register buffer of another PE is not (its transfers trap on the device).
 int addr_accessible(const void* addr, int pe) {
+  runtime::host_only("addr_accessible");
+  std::lock_guard lock(runtime::api_mutex());  // regions change in buffer_register's calls
   runtime::clear_error();
   Runtime* rt = require("addr_accessible");
   if (!rt || !reachable(*rt, pe)) return 0;
-  return find_symmetric(*rt, reinterpret_cast<uint64_t>(addr)).peer_bases ? 1 : 0;
+  const SymmetricRange range = find_symmetric(*rt, reinterpret_cast<uint64_t>(addr));
+  if (!range.peer_bases) return 0;
+  if (rt->transports[pe] == static_cast<uint8_t>(state::Transport::kRdma)) return 1;
+  return (*range.peer_bases)[pe] != 0 ? 1 : 0;
 }
 
 uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe) {
+  MORI_LANE_FORM(ptr_p2p(ptr, my_pe, dest_pe));
+  std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = require("ptr_p2p");
   if (!rt) return 0;
@@ -257,10 +286,33 @@ uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe) {
            "PE " + std::to_string(dest_pe) + " is not in [0, " + std::to_string(rt->n_pes) + ")");
     return 0;
   }
-  const SymmetricRange range = find_symmetric(*rt, ptr);
-  if (!range.peer_bases) return 0;  // not symmetric: the guide's "pointer is invalid"
-  const uint64_t peer = (*range.peer_bases)[dest_pe];
-  return peer ? peer + (ptr - range.base) : 0;  // 0: reached over RDMA, not mapped here
+  return p2p_view(*rt, ptr, dest_pe);
+}
+
+void* team_ptr(Team team, const void* dest, int pe) {
+  runtime::host_only("team_ptr");
+  std::lock_guard lock(runtime::api_mutex());
+  runtime::clear_error();
+  Runtime* rt = require("team_ptr");
+  if (!rt) return nullptr;
+  // -1 for a team invalid here or a pe outside it: no pointer, as OpenSHMEM's null.
+  const int world = state::team_translate(rt->teams.data(), static_cast<int>(rt->teams.size()),
+                                          team, pe, kTeamWorld);
+  if (world < 0) return nullptr;
+  return reinterpret_cast<void*>(p2p_view(*rt, reinterpret_cast<uint64_t>(dest), world));
+}
+
+void* malloc_with_hints(size_t size, long hints) {
+  runtime::host_only("malloc_with_hints");
+  if ((hints & ~kMallocHints) != 0) {
+    runtime::clear_error();
+    report("malloc_with_hints", "hints " + std::to_string(hints) +
+                                    " has bits other than kMallocAtomicsRemote (1) and "
+                                    "kMallocSignalRemote (2)");
+    return nullptr;
+  }
+  // The heap is one kind of memory, registered for remote atomics: every hint is already met.
+  return allocate("malloc_with_hints", kDefaultAlignment, size);
 }
 
 }  // namespace mori::shmem

@@ -12,6 +12,7 @@
 
 #include "mori/shmem/host_api.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::runtime {
@@ -146,14 +147,17 @@ int register_buffer(const char* api, void* ptr, size_t size, bool symmetric) {
 }  // namespace
 
 int buffer_register(void* ptr, size_t size) {
+  runtime::host_only("buffer_register");
   return register_buffer("buffer_register", ptr, size, false);
 }
 
 int buffer_register_symmetric(void* ptr, size_t size) {
+  runtime::host_only("buffer_register_symmetric");
   return register_buffer("buffer_register_symmetric", ptr, size, true);
 }
 
 void* ext_alloc_shareable(size_t size) {
+  runtime::host_only("ext_alloc_shareable");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   // On the PE's GPU once there is a runtime (hipMalloc allocates on the thread's current device).
@@ -172,6 +176,7 @@ void* ext_alloc_shareable(size_t size) {
 }
 
 int ext_free_shareable(void* ptr) {
+  runtime::host_only("ext_free_shareable");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   if (!ptr) return 0;
@@ -188,6 +193,7 @@ int ext_free_shareable(void* ptr) {
 }
 
 int buffer_deregister(void* ptr, size_t size) {
+  runtime::host_only("buffer_deregister");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = runtime::require_device("buffer_deregister");

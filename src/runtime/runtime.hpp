@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "heap/allocator.hpp"
 #include "heap/heap_memory.hpp"
+#include "mori/shmem/host_api.hpp"
 #include "mori/state/gpu_states.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/env.hpp"
@@ -44,6 +46,11 @@ struct Region {
 // Frees memory from backend::alloc_host_visible.
 struct HostVisibleFree {
   void operator()(void* p) const { backend::free_host_visible(p); }
+};
+
+class ExitLine;  // runtime/exit_line.hpp
+struct ExitLineClose {
+  void operator()(ExitLine* line) const;
 };
 
 struct Runtime {
@@ -91,6 +98,15 @@ struct Runtime {
   std::vector<TeamHost> team_host;
   // Modules given to module_init and not to module_finalize: republished on every state change.
   std::vector<void*> modules;
+  // The team each of this PE's QPs' contexts belongs to, for ctx_get_team: kTeamWorld unless
+  // team_create_ctx made it (runtime/contexts.cpp); kTeamInvalid once that team is destroyed.
+  std::vector<state::Team> ctx_teams;
+  // What init_thread and query_thread report (runtime/threads.cpp).
+  int thread_level = shmem::kThreadMultiple;
+  // How global_exit ends every PE: MPI_Abort on mori's communicator over MPI; else null, and the
+  // exit line (runtime/exit_line.hpp) does it.
+  std::function<void(int status)> abort_job;
+  std::unique_ptr<ExitLine, ExitLineClose> exit_line;
 
   state::GpuStates states{};
   // Rebuilds `states` (and the regions table) and publishes it to this process and every module.

@@ -10,6 +10,7 @@
 
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/stream_checks.hpp"
 #include "runtime/stream_op.hpp"
@@ -36,6 +37,7 @@ StreamOp make_op(StreamOpKind kind, const void* dest = nullptr, const void* sour
 // Checks the call with check(rt) under the API lock, then enqueues `op` on `stream`.
 template <typename Check>
 int submit(const char* api, stream_t stream, const StreamOp& op, Check&& check) {
+  runtime::host_only(api);  // every *_on_stream call: a kernel lane has no stream to order on
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   Runtime* rt = runtime::require_device(api);
@@ -260,6 +262,7 @@ int reduction_on_stream(bool scatter, Team team, void* dest, const void* source,
 }  // namespace detail
 
 int stream_synchronize(stream_t stream) {
+  runtime::host_only("stream_synchronize");
   runtime::clear_error();
   Status s = backend::stream_synchronize(stream);
   return s.ok() ? 0 : report("stream_synchronize", s);

@@ -5,6 +5,7 @@
 #include "mori/shmem/host_api.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::shmem {
@@ -12,6 +13,7 @@ namespace mori::shmem {
 using runtime::report;
 
 int barrier_all() {
+  MORI_LANE_FORM(barrier_all());
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   runtime::Runtime* rt = runtime::require_device("barrier_all");
@@ -27,6 +29,7 @@ int barrier_all() {
 }
 
 int module_init(void* module) {
+  runtime::host_only("module_init");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   runtime::Runtime* rt = runtime::require_device("module_init");
@@ -40,6 +43,7 @@ int module_init(void* module) {
 }
 
 int module_finalize(void* module) {
+  runtime::host_only("module_finalize");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   runtime::Runtime* rt = runtime::require_device("module_finalize");

@@ -7,6 +7,7 @@
 #include "mori/shmem/host_api.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/team_table.hpp"
 
@@ -18,9 +19,9 @@ using state::TeamDescriptor;
 
 namespace {
 
-// The queries read the host's copy of the table, which the device's mirrors. They take no lock:
-// on the host backend device code calls them from every thread of a kernel, and the table changes
-// only in collective calls, which no kernel using the team may overlap.
+// The queries read the host's copy of the table, which the device's mirrors. They take no lock: an
+// entry changes only in the collective calls that make or destroy its team, which no call naming
+// that team may overlap (a kernel's calls run the device form, runtime/host_only.hpp).
 const TeamDescriptor* entry(Runtime* rt, Team team) {
   return rt ? state::team_entry(rt->teams.data(), static_cast<int>(rt->teams.size()), team)
             : nullptr;
@@ -77,16 +78,19 @@ Status check_strided(int start, int stride, int size, int parent_size) {
 }  // namespace
 
 int team_my_pe(Team team) {
+  MORI_LANE_FORM(team_my_pe(team));
   const TeamDescriptor* t = entry(runtime::require("team_my_pe"), team);
   return t ? t->my_pe : -1;
 }
 
 int team_n_pes(Team team) {
+  MORI_LANE_FORM(team_n_pes(team));
   const TeamDescriptor* t = entry(runtime::require("team_n_pes"), team);
   return t ? t->size : -1;
 }
 
 int team_translate_pe(Team src_team, int src_pe, Team dest_team) {
+  MORI_LANE_FORM(team_translate_pe(src_team, src_pe, dest_team));
   Runtime* rt = runtime::require("team_translate_pe");
   if (!rt) return -1;
   return state::team_translate(rt->teams.data(), static_cast<int>(rt->teams.size()), src_team,
@@ -95,6 +99,7 @@ int team_translate_pe(Team src_team, int src_pe, Team dest_team) {
 
 int team_split_strided(Team parent, int start, int stride, int size, const TeamConfig* config,
                        long mask, Team* new_team) {
+  runtime::host_only("team_split_strided");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "team_split_strided";
@@ -117,6 +122,7 @@ int team_split_strided(Team parent, int start, int stride, int size, const TeamC
 int team_split_2d(Team parent, int xrange, const TeamConfig* xaxis_config, long xaxis_mask,
                   Team* xaxis_team, const TeamConfig* yaxis_config, long yaxis_mask,
                   Team* yaxis_team) {
+  runtime::host_only("team_split_2d");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "team_split_2d";
@@ -152,6 +158,7 @@ int team_split_2d(Team parent, int xrange, const TeamConfig* xaxis_config, long 
 }
 
 int team_get_config(Team team, long config_mask, TeamConfig* config) {
+  runtime::host_only("team_get_config");
   runtime::clear_error();
   constexpr const char* kApi = "team_get_config";
   Runtime* rt = runtime::require(kApi);
@@ -166,6 +173,7 @@ int team_get_config(Team team, long config_mask, TeamConfig* config) {
 }
 
 int team_destroy(Team team) {
+  runtime::host_only("team_destroy");
   std::lock_guard lock(runtime::api_mutex());
   runtime::clear_error();
   constexpr const char* kApi = "team_destroy";
@@ -186,6 +194,8 @@ int team_destroy(Team team) {
   if (s.ok() && rt->rdma) s = rt->rdma->drain();
   if (s.ok()) s = rt->team_host[team].boot->barrier();
   if (s.ok()) s = runtime::clear_team(*rt, team);
+  // Its contexts stay live (their QPs are this PE's), but belong to no team now.
+  if (s.ok()) std::replace(rt->ctx_teams.begin(), rt->ctx_teams.end(), team, kTeamInvalid);
   return s.ok() ? 0 : report(kApi, s);
 }
 

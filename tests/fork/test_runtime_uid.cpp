@@ -12,20 +12,14 @@
 
 #include "fork_children.hpp"
 #include "mori/shmem.hpp"
+#include "uid_pe.hpp"
 
 namespace shmem = mori::shmem;
+using mori::test::attr_for;
 using mori::test::run_children;
 using mori::test::run_ranks;
 
 namespace {
-
-shmem::InitAttr attr_for(const shmem::UniqueId& id, int rank, int n) {
-  shmem::InitAttr attr;
-  attr.rank = rank;
-  attr.n_ranks = n;
-  attr.uid = id;
-  return attr;
-}
 
 std::string round_trip(const shmem::UniqueId& id, int rank, int n) {
   shmem::InitAttr attr = attr_for(id, rank, n);

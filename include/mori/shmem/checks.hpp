@@ -73,7 +73,11 @@ MORI_DEVICE uint64_t strided_bytes(const char* call, const void* addr, size_t ne
   return byte_count(call, addr, last + 1, elem_bytes, pe);
 }
 
-// The symmetric location of [addr, addr + bytes) on PE `pe`.
+// The symmetric location of [addr, addr + bytes) on PE `pe`. An empty range names no memory, so
+// any address is accepted for it, null included (OpenSHMEM 1.5: a call that moves no data may
+// pass any address): the transports move no bytes for it (RDMA posts no write for an empty put or
+// get, and a put-with-signal's empty write carries no data, whose address the NIC does not check),
+// and checked builds point it at the heap's start, so that nothing downstream sees a stray offset.
 MORI_DEVICE state::RemoteTarget resolve(const char* call, const void* addr, uint64_t bytes, int pe,
                                         int qp) {
   check_pe(call, pe);
@@ -81,6 +85,10 @@ MORI_DEVICE state::RemoteTarget resolve(const char* call, const void* addr, uint
   const uint64_t a = reinterpret_cast<uint64_t>(addr);
   if (!state::locate(a, bytes, &t.ref)) {
     if constexpr (MORI_DEVICE_CHECKS) {
+      if (bytes == 0) {
+        t.ref = {-1, 0};
+        return t;
+      }
       const state::GpuStates& s = state::gpu_states();
       state::fail({state::DeviceErrorCode::kBadAddress, pe, a}, [&](state::Message& m) {
         m << call << ": address " << hex(a) << " (" << bytes << " bytes) for PE " << pe

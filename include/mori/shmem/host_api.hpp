@@ -6,9 +6,15 @@
 // keeps that line for last_error(). No call exits the process or asserts.
 //
 // Collective calls, which every PE makes with the same arguments in the same order: init,
-// init_attr, finalize, malloc, malloc_align, ext_malloc_with_flags, calloc, realloc, free,
-// buffer_register, buffer_register_symmetric, buffer_deregister, barrier_all. Collective over a
-// team (its parent's PEs for a split): team_split_strided, team_split_2d, team_destroy.
+// init_attr, init_thread, finalize, malloc, malloc_align, malloc_with_hints, ext_malloc_with_flags,
+// calloc, realloc, free, buffer_register, buffer_register_symmetric, buffer_deregister,
+// barrier_all. Collective over a team (its parent's PEs for a split): team_split_strided,
+// team_split_2d, team_destroy.
+//
+// Any thread may make any call (init_thread's kThreadMultiple; docs/runtime.md, "Thread levels").
+// On the host backend a kernel may call them too: the names the device API shares (barrier_all,
+// my_pe, n_pes, team_my_pe, team_n_pes, team_translate_pe, ptr_p2p) then act as their device
+// forms, as on the GPU; every other call fails the launch, naming itself.
 #pragma once
 
 #include <cstddef>
@@ -49,8 +55,10 @@ int num_qp_per_pe();  // MORI_NUM_QP_PER_PE (default 4); -1 before init
 // As shmem_pe_accessible: 1 when `pe` is in [0, n_pes()) and this PE reaches it (P2P or RDMA),
 // else 0 (without an error); 0 and the "not initialised" error before init.
 int pe_accessible(int pe);
-// As shmem_addr_accessible: 1 when `addr` is symmetric (in this PE's heap or in a registered
-// buffer) and pe_accessible(pe), else 0; 0 and an error before init.
+// As shmem_addr_accessible: 1 when a transfer to `addr` on `pe` works: `addr` is symmetric (in
+// this PE's heap or in a registered buffer), pe_accessible(pe), and pe's copy is reached (over
+// RDMA every registered buffer is; over P2P another PE's plain buffer_register buffer is not);
+// else 0; 0 and an error before init.
 int addr_accessible(const void* addr, int pe);
 
 // The OpenSHMEM specification this API follows: 1.5.
@@ -114,9 +122,8 @@ using state::kTeamShared;
 using state::kTeamWorld;
 using state::Team;
 
-// shmem_team_config_t. mori's contexts are made from the world alone (ctx_create: no
-// shmem_team_create_ctx yet), so num_contexts is accepted, kept for team_get_config, and has no
-// other effect.
+// shmem_team_config_t. num_contexts is a hint: it is kept for team_get_config, and
+// team_create_ctx is not limited by it.
 struct TeamConfig {
   int num_contexts = 0;
 };
@@ -199,5 +206,54 @@ const char* last_error();
 // record no text: the line then names the kind and the fields (PE, address, observed value, and for
 // RDMA the queue pair's indices).
 const char* device_error();
+
+// ---- OpenSHMEM 1.5: threads, exit, team pointers and contexts, hinted allocation ---------------
+// Thread levels (shmem_init_thread, section 9.2): SHMEM_THREAD_SINGLE ... SHMEM_THREAD_MULTIPLE,
+// with the values of Open MPI's shmem.h.
+inline constexpr int kThreadSingle = 0;
+inline constexpr int kThreadFunneled = 1;
+inline constexpr int kThreadSerialized = 2;
+inline constexpr int kThreadMultiple = 3;
+// As init, then *provided = the level mori gives: kThreadMultiple (every host API call is safe
+// from any thread: each takes the API lock, and the queries read state that only collective calls
+// change), unless mori reaches MPI through a communicator whose MPI was initialised below
+// MPI_THREAD_SERIALIZED: then MPI's level (mori makes its MPI calls from the calling thread).
+// Collective calls stay collective: every PE makes them in the same order, so threads of one PE
+// that make collective calls must order them among themselves. `requested` outside
+// [kThreadSingle, kThreadMultiple] or a null `provided` fails with the reason, before init.
+int init_thread(int requested, int* provided);
+// The level init_thread gave (also after init and init_attr); -1 and an error before init.
+int query_thread(int* provided);
+
+// As shmem_global_exit: ends every PE's process with exit status `status`, whatever each is doing
+// (in a kernel, a barrier, a bootstrap call). Over MPI it is MPI_Abort(comm, status) on mori's
+// communicator, so the launcher reports `status`; over the unique-ID bootstrap each PE's exit line
+// (a listener and a watcher thread, opened at init) receives the status and the PE exits with it.
+// Before init it ends this process alone. stdio buffers are flushed; nothing else is released.
+[[noreturn]] void global_exit(int status);
+
+// As shmem_team_ptr: where this process loads and stores the copy of the symmetric object at
+// `dest` (in this PE's heap or a symmetric registration) held by `pe` of `team`, or nullptr when
+// that copy is not mapped here (RDMA, a plain buffer_register buffer) or `pe` is not in the team.
+void* team_ptr(Team team, const void* dest, int pe);
+
+// As shmem_team_create_ctx: ctx_create, remembering `team` for ctx_get_team. `team` must be valid
+// on this PE. mori's context calls (ctx_put, ...) take world PE numbers for every context: for a
+// team's context, translate with team_translate_pe. Not collective.
+int team_create_ctx(Team team, long options, Ctx* ctx);
+// As shmem_ctx_get_team: kTeamWorld for kCtxDefault and for contexts from ctx_create (host or
+// device), the team of team_create_ctx's, kTeamInvalid once that team is destroyed. A context that
+// is not live on this PE fails with the reason, *team = kTeamInvalid.
+int ctx_get_team(Ctx ctx, Team* team);
+
+// shmem_malloc_with_hints' hints (section 9.3.2): the object will be the target of remote atomics,
+// or of signals. mori's heap serves both already (over RDMA it is registered with remote atomic
+// access), so the hints change nothing about where the object goes.
+inline constexpr long kMallocAtomicsRemote = 1 << 0;  // SHMEM_MALLOC_ATOMICS_REMOTE
+inline constexpr long kMallocSignalRemote = 1 << 1;   // SHMEM_MALLOC_SIGNAL_REMOTE
+inline constexpr long kMallocHints = kMallocAtomicsRemote | kMallocSignalRemote;
+// As malloc, collective; `hints`: 0 or kMallocHints' bits, others fail with the reason on every
+// PE (as every PE passes the same hints).
+void* malloc_with_hints(size_t size, long hints);
 
 }  // namespace mori::shmem

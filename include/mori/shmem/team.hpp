@@ -69,7 +69,8 @@ MORI_DEVICE void team_collective(const char* call, Team team) {
 }  // namespace detail
 
 // On the host backend device code is host code, and the host API's queries (host_api.hpp, with the
-// same results) are the only definitions, as for my_pe (query.hpp).
+// same results) are the only definitions, as for my_pe (query.hpp): from a kernel lane they run
+// the device_team_* forms.
 #if defined(MORI_ON_AMDGCN)
 MORI_DEVICE int team_my_pe(Team team) { return detail::device_team_my_pe(team); }
 MORI_DEVICE int team_n_pes(Team team) { return detail::device_team_n_pes(team); }
