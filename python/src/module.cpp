@@ -271,5 +271,64 @@ PYBIND11_MODULE(_mori_shmem, m) {
       [](uint64_t module) { return check(shmem::module_finalize(as_pointer(module))); },
       py::arg("module"),
       "Forgets a module given to shmem_module_init, so that it may be unloaded; returns 0.");
+  // OpenSHMEM 1.5's remaining host calls (host_api.hpp, "OpenSHMEM 1.5").
+  m.attr("SHMEM_THREAD_SINGLE") = shmem::kThreadSingle;
+  m.attr("SHMEM_THREAD_FUNNELED") = shmem::kThreadFunneled;
+  m.attr("SHMEM_THREAD_SERIALIZED") = shmem::kThreadSerialized;
+  m.attr("SHMEM_THREAD_MULTIPLE") = shmem::kThreadMultiple;
+  m.attr("SHMEM_MALLOC_ATOMICS_REMOTE") = shmem::kMallocAtomicsRemote;
+  m.attr("SHMEM_MALLOC_SIGNAL_REMOTE") = shmem::kMallocSignalRemote;
+  m.def(
+      "shmem_init_thread",
+      [](int requested) {
+        int provided = -1;
+        {
+          py::gil_scoped_release released;
+          check(shmem::init_thread(requested, &provided));
+        }
+        return provided;
+      },
+      py::arg("requested"),
+      "Collective. As shmem_init (over MPI_COMM_WORLD); returns the thread level provided.");
+  m.def(
+      "shmem_query_thread",
+      [] {
+        int provided = -1;
+        check(shmem::query_thread(&provided));
+        return provided;
+      },
+      "The thread level init gave.");
+  m.def(
+      "shmem_global_exit", [](int status) { shmem::global_exit(status); }, py::arg("status"),
+      "Ends every PE's process with exit status `status`; does not return.");
+  m.def(
+      "shmem_team_ptr",
+      [](int team, uint64_t dest, int pe) {
+        return address(shmem::team_ptr(team, as_pointer(dest), pe));
+      },
+      py::arg("team"), py::arg("dest"), py::arg("pe"),
+      "Where this process reaches the team's PE pe's copy of dest; 0 when there is no such "
+      "address.");
+  m.def(
+      "shmem_team_create_ctx",
+      [](int team, long options) {
+        shmem::Ctx ctx = shmem::kCtxInvalid;
+        check(shmem::team_create_ctx(team, options, &ctx));
+        return ctx.qp;
+      },
+      py::arg("team"), py::arg("options") = 0, "A context (its QP index, an int) remembering the team.");
+  m.def(
+      "shmem_ctx_get_team",
+      [](int ctx) {
+        shmem::Team team = shmem::kTeamInvalid;
+        check(shmem::ctx_get_team(shmem::Ctx{ctx}, &team));
+        return team;
+      },
+      py::arg("ctx"), "The team a context was made for.");
+  m.def(
+      "shmem_malloc_with_hints",
+      [](size_t size, long hints) { return address(shmem::malloc_with_hints(size, hints)); },
+      py::arg("size"), py::arg("hints"), Released(),
+      "Collective. As shmem_malloc; hints: 0 or SHMEM_MALLOC_* bits.");
   mori::python::add_stream_api(m);
 }

@@ -64,6 +64,8 @@ BEFORE_INIT = [
     ("ptr_p2p", lambda: shmem.shmem_ptr_p2p(4096, 0, 0)),
     ("barrier_all", lambda: shmem.shmem_barrier_all()),
     ("module_init", lambda: shmem.shmem_module_init(0)),
+    ("query_thread", lambda: shmem.shmem_query_thread()),
+    ("malloc_with_hints", lambda: shmem.shmem_malloc_with_hints(64, 0)),
     ("finalize", lambda: shmem.shmem_finalize()),
 ]
 
@@ -162,6 +164,23 @@ def test_solo_pe(solo_pe):
     assert shmem.shmem_buffer_deregister(shared, 8000) == 0
     assert shmem.shmem_ext_free_shareable(shared) == 0
     shmem.shmem_barrier_all()
+
+
+def test_openshmem15_calls(solo_pe):
+    # The unique-ID bootstrap gives every level (docs/runtime.md, "Thread levels").
+    assert shmem.shmem_query_thread() == shmem.SHMEM_THREAD_MULTIPLE
+    hints = shmem.SHMEM_MALLOC_ATOMICS_REMOTE | shmem.SHMEM_MALLOC_SIGNAL_REMOTE
+    ptr = shmem.shmem_malloc_with_hints(256, hints)
+    assert ptr != 0
+    with pytest.raises(RuntimeError, match="^malloc_with_hints: hints 4 "):
+        shmem.shmem_malloc_with_hints(256, 4)
+    assert shmem.shmem_team_ptr(shmem.MORI_SHMEM_TEAM_WORLD, ptr + 8, 0) == ptr + 8
+    ctx = shmem.shmem_team_create_ctx(shmem.MORI_SHMEM_TEAM_WORLD)
+    assert ctx > 0
+    assert shmem.shmem_ctx_get_team(ctx) == shmem.MORI_SHMEM_TEAM_WORLD
+    with pytest.raises(RuntimeError, match="^team_create_ctx: "):
+        shmem.shmem_team_create_ctx(shmem.MORI_SHMEM_TEAM_INVALID)
+    shmem.shmem_free(ptr)
 
 
 def test_init_again_after_finalize(solo_pe):

@@ -2,8 +2,9 @@
 // clang's host/device overloading sends a kernel's barrier_all() or my_pe() to the device function;
 // on the host backend C++ prefers the host API's non-template function. So:
 //   - an entry whose name the device API shares (barrier_all, my_pe, n_pes, team_my_pe,
-//     team_n_pes, team_translate_pe, ptr_p2p) starts with MORI_LANE_FORM, which in a lane returns
-//     what the device form returns (lane_forms.cpp);
+//     team_n_pes, team_translate_pe, ptr_p2p; putmem, getmem, p, g in host_rma.cpp) starts with
+//     MORI_LANE_FORM, which in a lane returns what the device form returns (namespace lane,
+//     host_only.cpp and host_rma.cpp);
 //   - every other entry starts with host_only(), which in a lane fails the launch, naming the call.
 #pragma once
 

@@ -6,11 +6,32 @@
 #include "mori/shmem/stream_api.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/error.hpp"
-#include "runtime/lane.hpp"
+#include "runtime/host_only.hpp"
 #include "runtime/stream_checks.hpp"
 
 #if defined(MORI_BACKEND_HOST)
 #include "mori/shmem/device_api.hpp"
+
+// The device forms these names have in a kernel lane (runtime/host_only.hpp, MORI_LANE_FORM).
+namespace mori::runtime::lane {
+int putmem(void* dest, const void* source, size_t bytes, int pe) {
+  shmem::putmem<Thread>(dest, source, bytes, pe);
+  return 0;
+}
+int getmem(void* dest, const void* source, size_t bytes, int pe) {
+  shmem::getmem<Thread>(dest, source, bytes, pe);
+  return 0;
+}
+template <typename T>
+int p(T* dest, T value, int pe) {
+  shmem::p<T>(dest, value, pe);
+  return 0;
+}
+template <typename T>
+T g(const T* source, int pe) {
+  return shmem::g<T>(source, pe);
+}
+}  // namespace mori::runtime::lane
 #endif
 
 namespace mori::shmem {
@@ -43,12 +64,7 @@ int through_bounce(const char* api, T* value, Move&& move) {
 
 template <typename T>
 int host_p(T* dest, T value, int pe) {
-#if defined(MORI_BACKEND_HOST)
-  if (runtime::in_kernel_lane()) {
-    p<T>(dest, value, pe);
-    return 0;
-  }
-#endif
+  MORI_LANE_FORM(p<T>(dest, value, pe));
   return through_bounce("p", &value, [&](void* bounce) {
     return blocking_rma("p", false, dest, bounce, sizeof(T), pe);
   });
@@ -56,9 +72,7 @@ int host_p(T* dest, T value, int pe) {
 
 template <typename T>
 T host_g(const T* source, int pe) {
-#if defined(MORI_BACKEND_HOST)
-  if (runtime::in_kernel_lane()) return g<T>(source, pe);
-#endif
+  MORI_LANE_FORM(g<T>(source, pe));
   T value{};
   const int rc = through_bounce("g", &value, [&](void* bounce) {
     return blocking_rma("g", true, bounce, source, sizeof(T), pe);
@@ -69,22 +83,12 @@ T host_g(const T* source, int pe) {
 }  // namespace
 
 int putmem(void* dest, const void* source, size_t bytes, int pe) {
-#if defined(MORI_BACKEND_HOST)
-  if (runtime::in_kernel_lane()) {
-    putmem<Thread>(dest, source, bytes, pe);
-    return 0;
-  }
-#endif
+  MORI_LANE_FORM(putmem(dest, source, bytes, pe));
   return blocking_rma("putmem", false, dest, source, bytes, pe);
 }
 
 int getmem(void* dest, const void* source, size_t bytes, int pe) {
-#if defined(MORI_BACKEND_HOST)
-  if (runtime::in_kernel_lane()) {
-    getmem<Thread>(dest, source, bytes, pe);
-    return 0;
-  }
-#endif
+  MORI_LANE_FORM(getmem(dest, source, bytes, pe));
   return blocking_rma("getmem", true, dest, source, bytes, pe);
 }
 
