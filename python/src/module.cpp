@@ -316,7 +316,8 @@ PYBIND11_MODULE(_mori_shmem, m) {
         check(shmem::team_create_ctx(team, options, &ctx));
         return ctx.qp;
       },
-      py::arg("team"), py::arg("options") = 0, "A context (its QP index, an int) remembering the team.");
+      py::arg("team"), py::arg("options") = 0,
+      "A context (its QP index, an int) remembering the team.");
   m.def(
       "shmem_ctx_get_team",
       [](int ctx) {

@@ -4,8 +4,8 @@
 
 MORI_SHMEM_DEFINE_GPU_STATES();
 
-extern "C" __attribute__((visibility("default"))) __attribute__((device)) const uint32_t
-    mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVersion;
+extern "C" __attribute__((visibility("default"))) __attribute__((device))
+const uint32_t mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVersion;
 
 MORI_KERNEL void mori_test_my_pe(int* out, long scale) {
   *out = static_cast<int>(scale) * mori::shmem::globalGpuStates.rank;

@@ -15,7 +15,7 @@
 namespace mori::test {
 
 struct ChildEnd {
-  int status = 0;      // waitpid's
+  int status = 0;    // waitpid's
   std::string text;  // everything it wrote to stderr
 };
 

@@ -8,8 +8,8 @@
 MORI_SHMEM_DEFINE_GPU_STATES();
 
 // The module's device-state ABI, which publish_to_module checks.
-extern "C" __attribute__((visibility("default"))) __attribute__((device)) const uint32_t
-    mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVersion;
+extern "C" __attribute__((visibility("default"))) __attribute__((device))
+const uint32_t mori_shmem_gpu_states_abi_version = mori::state::kGpuStatesAbiVersion;
 
 MORI_KERNEL void mori_stream_op(mori::runtime::StreamOp op) {
   mori::runtime::run_stream_op<mori::Block>(op);
