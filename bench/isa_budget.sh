@@ -10,10 +10,12 @@
 # than 10%, or uses more scratch or more calls than its budget allows.
 #
 # Budget file: one line per function, "name max_instructions max_scratch max_calls", # comments.
-# LLVM tools: LLVM_SUFFIX (default -19).
+# LLVM tools: the arch's (tools/device_toolchain.sh: LLVM 22 for gfx950, LLVM_SUFFIX, default -19,
+# otherwise).
 set -euo pipefail
 bitcode=$1 arch=$2 budget=$3 check=${4:-}
-sfx=${LLVM_SUFFIX--19}
+. "$(dirname "$0")/../tools/device_toolchain.sh"
+sfx=$(mori_llvm_suffix "$arch")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

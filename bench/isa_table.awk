@@ -1,8 +1,9 @@
 # One line per function of an llc assembly file: name instructions sgprs vgprs scratch calls
-# (bench/isa_budget.sh, bench/isa_kernel.sh). Calls: s_swappc_b64.
+# (bench/isa_budget.sh, bench/isa_kernel.sh). Calls: s_swappc_b64. LLVM 22 names the SGPR count
+# "TotalNumSgprs" where LLVM 19 says "NumSgprs".
   /^[A-Za-z_][A-Za-z0-9_.$]*:/ && !/^\.L/ { name = substr($1, 1, length($1) - 1); n = 0; calls = 0; inside = 1; next }
   inside && /^\.Lfunc_end/ { inside = 0; count[name] = n; ncalls[name] = calls; next }
   inside && /^[[:space:]]+[a-z_][a-z0-9_]*([[:space:]]|$)/ && !/^[[:space:]]+\./ { ++n; if ($1 == "s_swappc_b64") ++calls; next }
-  /^; NumSgprs:/ { sgprs[name] = $3 }
+  /^; (Total)?NumSgprs:/ { sgprs[name] = $3 }
   /^; NumVgprs:/ { vgprs[name] = $3 }
   /^; ScratchSize:/ { print name, count[name], sgprs[name], vgprs[name], $3, ncalls[name] }

@@ -5,10 +5,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MORI_BUILD_DIR:-$root/build}
-# Device code for gfx942 only (MORI_GPU_TARGETS): every arch compiles the same source paths, and each one more
-# costs the whole device ABI's compile again; the slow lane (scripts/test.sh -L slow) adds gfx90a.
+# Device code for gfx942, and gfx950 where clang++-22 is installed (MORI_GPU_TARGETS): each arch more costs the whole
+# device ABI's compile again, and gfx942 and gfx90a compile the same source paths with the same clang-19, so the slow
+# lane (scripts/test.sh -L slow) adds gfx90a; gfx950 is another compiler's code (clang-22), so the main lane has it.
+targets=gfx942
+! command -v clang++-22 >/dev/null || targets="gfx942;gfx950"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${MORI_BUILD_TYPE:-RelWithDebInfo} \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-  "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic" "-DGPU_TARGETS=${MORI_GPU_TARGETS:-gfx942}" ${MORI_CMAKE_ARGS:-} \
+  "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic" "-DGPU_TARGETS=${MORI_GPU_TARGETS:-$targets}" ${MORI_CMAKE_ARGS:-} \
   >/dev/null
 cmake --build "$build" -j "$(nproc)"

@@ -8,6 +8,9 @@ packages=(
   cmake ninja-build g++ make pkg-config
   # device compiler, bitcode, code objects, MLIR path (Debian's hipcc is clang-15, no gfx942: docs/design.md)
   clang-19 lld-19 llvm-19 clang-tools-19 clang-format-19 mlir-19-tools libclang-rt-19-dev
+  # gfx950's device compiler, bitcode and code objects: clang-19 does not know gfx950 (docs/bitcode.md). 350 MiB,
+  # about 20 s here; no mlir-22-tools: the MLIR path's IR text comes from mlir-translate-19 for every arch
+  clang-22 lld-22 llvm-22
   # HIP host runtime and rocPRIM (hip backend compile checks)
   libamdhip64-dev rocm-device-libs librocprim-dev
   # RDMA verbs and MLX5 direct access

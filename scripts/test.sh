@@ -11,10 +11,12 @@ build=${MORI_BUILD_DIR:-$root/build}
 # bounded run of each plus its checked-in inputs; MORI_FUZZ_SECONDS=0 skips them) run before the main suite, and
 # not when ctest arguments are given. A step that should run but whose script is missing or not executable fails
 # here, before the build, instead of being skipped.
-# The slow lane compiles device code for every GPU arch (scripts/build.sh builds gfx942 only): its device.*.gfx90a
-# checks exist only in a tree configured with gfx90a.
+# The slow lane compiles device code for every GPU arch (scripts/build.sh builds gfx942 and gfx950): its
+# device.*.gfx90a checks exist only in a tree configured with gfx90a.
 if [[ " $* " == *slow* ]]; then
-  export MORI_GPU_TARGETS=${MORI_GPU_TARGETS:-gfx942;gfx90a}
+  slow_targets="gfx942;gfx90a"
+  ! command -v clang++-22 >/dev/null || slow_targets+=";gfx950"
+  export MORI_GPU_TARGETS=${MORI_GPU_TARGETS:-$slow_targets}
 fi
 fuzz_seconds=${MORI_FUZZ_SECONDS:-10}
 sanitizers=0

@@ -13,9 +13,18 @@
 #                                   runs
 #   mori_shmem_device_abi.json      the manifest: every function's name, signature and scope
 #
-# Environment: MORI_DEVICE_CXX (default clang++-19), LLVM_SUFFIX (default -19, for llvm-dis,
-# llvm-as, llvm-nm and opt), MORI_ABI_MANIFEST_TOOL (a built mori_abi_manifest; otherwise compiled
-# here), MORI_BITCODE_HOST=0 (leave the host flavour out: the ISA checks, which read amdgcn only),
+# Each arch is compiled and checked by its own LLVM (tools/device_toolchain.sh): clang-19 and the
+# LLVM 19 tools for gfx942 and gfx90a, clang-22 and the LLVM 22 tools for gfx950, which clang-19
+# does not know. LLVM 19 cannot read a bitcode LLVM 22 wrote (docs/bitcode.md, "Which LLVM reads
+# which bitcode").
+#
+# Environment: MORI_DEVICE_CXX (default clang++-19) and LLVM_SUFFIX (default -19, for llvm-dis,
+# llvm-as, llvm-nm and opt) for the LLVM 19 archs and the host flavour, MORI_DEVICE_CXX_22 (default
+# clang++-22) and LLVM_SUFFIX_GFX950 (default -22) for gfx950, MORI_ABI_MANIFEST_TOOL (a built
+# mori_abi_manifest; otherwise compiled here), MORI_BITCODE_HOST=0 (leave the host flavour out: the
+# ISA checks, which read amdgcn only), MORI_BITCODE_ARCH_ONLY=1 (publish only the arch bitcodes: no
+# host flavour, no manifest, no libmori_shmem_device.bc; the CMake build runs one such job per arch
+# after the first, in parallel),
 # MORI_ABI_FUNCTIONS (names separated by spaces or commas, with or without mori_shmem_: compile only
 # those wrappers, for the ISA checks; the manifest stays whole, the checks cover the names given).
 set -euo pipefail
@@ -25,17 +34,25 @@ outdir=${1:-$root}
 mkdir -p "$outdir/lib"
 outdir=$(cd "$outdir" && pwd)
 IFS=',;' read -r -a archs <<<"${2:-gfx942}"
-sfx=${LLVM_SUFFIX--19}
-cxx=${MORI_DEVICE_CXX:-clang++$sfx}
+. "$root/tools/device_toolchain.sh"
+arch_only=${MORI_BITCODE_ARCH_ONLY:-0}
+host=${MORI_BITCODE_HOST:-1}
+[ "$arch_only" = 0 ] || host=0
+# The LLVM 19 tools build the manifest tool and the host flavour; each arch's own build its bitcode.
+sfx=$(mori_llvm_suffix host)
+cxx=$(mori_device_cxx host)
 
 die() {
   echo "build_shmem_bitcode: $*" >&2
   exit 1
 }
-for tool in "$cxx" "llvm-dis$sfx" "llvm-as$sfx" "llvm-nm$sfx" "opt$sfx"; do
-  command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh installs it)"
-done
 [ ${#archs[@]} -gt 0 ] || die "no arch given"
+for arch in host "${archs[@]}"; do
+  s=$(mori_llvm_suffix "$arch")
+  for tool in "$(mori_device_cxx "$arch")" "llvm-dis$s" "llvm-as$s" "llvm-nm$s" "opt$s"; do
+    command -v "$tool" >/dev/null || die "$tool not found for $arch (scripts/install-deps.sh installs it)"
+  done
+done
 
 work=$(mktemp -d "$outdir/lib/.bitcode.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -145,20 +162,24 @@ check() { # <bc> <amdgcn|host>
   fi
 }
 
-build() { # <name> <amdgcn|host> <flags...>
-  local name=$1 kind=$2
+build() { # <name> <arch|host> <flags...>: compiled, stripped and checked by the LLVM of <arch>
+  local name=$1 target=$2 kind=amdgcn
   shift 2
+  [ "$target" != host ] || kind=host
+  sfx=$(mori_llvm_suffix "$target")
   echo "build_shmem_bitcode: $name"
-  "$cxx" "$@" "${common[@]}" -o "$work/$name.raw.bc"
+  "$(mori_device_cxx "$target")" "$@" "${common[@]}" -o "$work/$name.raw.bc"
   strip_lifetime "$work/$name.raw.bc" "$work/$name.bc" "$kind"
   check "$work/$name.bc" "$kind"
 }
 
+# Code object version 5 on every arch (clang-19's default; clang-22's is 6): the module flag
+# amdhsa_code_object_version must match between the bitcode and the kernels linked with it, so every
+# arch's bitcode carries the same one (docs/bitcode.md, "Linking").
 for arch in "${archs[@]}"; do
-  build "libmori_shmem_device_$arch" amdgcn -x hip --offload-arch="$arch" -nogpuinc -nogpulib \
-    --offload-device-only -fgpu-rdc
+  build "libmori_shmem_device_$arch" "$arch" -x hip --offload-arch="$arch" -nogpuinc -nogpulib \
+    --offload-device-only -fgpu-rdc -mcode-object-version=5
 done
-host=${MORI_BITCODE_HOST:-1}
 if [ "$host" != 0 ]; then
   build libmori_shmem_device_host host -DMORI_BACKEND_HOST=1 -fPIC
 fi
@@ -167,7 +188,9 @@ fi
 for arch in "${archs[@]}"; do
   mv "$work/libmori_shmem_device_$arch.bc" "$outdir/lib/"
 done
-cp "$outdir/lib/libmori_shmem_device_${archs[0]}.bc" "$outdir/lib/libmori_shmem_device.bc"
+if [ "$arch_only" = 0 ]; then
+  cp "$outdir/lib/libmori_shmem_device_${archs[0]}.bc" "$outdir/lib/libmori_shmem_device.bc"
+  mv "$work/mori_shmem_device_abi.json" "$outdir/lib/"
+fi
 [ "$host" = 0 ] || mv "$work/libmori_shmem_device_host.bc" "$outdir/lib/"
-mv "$work/mori_shmem_device_abi.json" "$outdir/lib/"
 echo "build_shmem_bitcode: $(wc -l <"$work/names") functions, in $outdir/lib"

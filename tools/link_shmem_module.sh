@@ -7,8 +7,9 @@
 # libdir holds the output of build_shmem_bitcode.sh. target is an AMDGPU arch (gfx942, gfx90a: out
 # is a code object for hipModuleLoad) or host (out is a shared object for dlopen, run with
 # mori::host::launch). Without kernels the module is the whole library: every ABI function,
-# callable through dlsym (host) or as a device function (GPU). Environment: LLVM_SUFFIX (default
-# -19).
+# callable through dlsym (host) or as a device function (GPU). The target's own LLVM links it
+# (tools/device_toolchain.sh: LLVM 22 for gfx950, whose bitcode LLVM 19 cannot read; LLVM_SUFFIX,
+# default -19, for the others).
 set -euo pipefail
 
 [ $# -ge 3 ] || {
@@ -17,7 +18,8 @@ set -euo pipefail
 }
 libdir=$1 target=$2 out=$3
 shift 3
-sfx=${LLVM_SUFFIX--19}
+. "$(dirname "$0")/device_toolchain.sh"
+sfx=$(mori_llvm_suffix "$target")
 if [ "$target" = host ]; then
   bitcode=$libdir/libmori_shmem_device_host.bc
 else

@@ -3,7 +3,8 @@
 #   path A  gen_kernels --syntax mlir -> mlir-translate-19 --mlir-to-llvmir -> link -> module
 #   path B  gen_kernels --syntax llvm -----------------------------------------> link -> module
 # where "link" is tools/link_shmem_module.sh: llvm-link-19 with mori's device bitcode, then
-# clang-19 into a gfx942/gfx90a code object or, for target host, a shared object.
+# clang-19 into a gfx942/gfx90a code object or, for target host, a shared object. gfx950 takes the
+# same link with the LLVM 22 tools (tools/device_toolchain.sh), since LLVM 19 cannot read its bitcode.
 #
 #   build_kernels.sh <gen_kernels> <libdir> <outdir> <target>
 #
@@ -12,12 +13,13 @@
 set -euo pipefail
 
 [ $# -eq 4 ] || {
-  echo "usage: $0 <gen_kernels> <libdir> <outdir> <target: gfx942|gfx90a|host>" >&2
+  echo "usage: $0 <gen_kernels> <libdir> <outdir> <target: gfx942|gfx90a|gfx950|host>" >&2
   exit 2
 }
 gen=$1 libdir=$2 outdir=$3 target=$4
-sfx=${LLVM_SUFFIX--19}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$root/tools/device_toolchain.sh"
+sfx=$(mori_llvm_suffix "$target")
 mkdir -p "$outdir"
 
 if [ "$target" = host ]; then
@@ -35,7 +37,8 @@ for syntax in mlir llvm; do
   "$gen" --syntax "$syntax" --target "$kind" --manifest "$libdir/mori_shmem_device_abi.json" \
     --triple "$triple" --datalayout "$datalayout" -o "$base.$syntax"
   if [ "$syntax" = mlir ]; then
-    "mlir-translate$sfx" --mlir-to-llvmir "$base.mlir" -o "$base.ll"
+    # MLIR 19 for every arch: LLVM IR text, which the LLVM 22 of gfx950 reads as well.
+    "mlir-translate$(mori_llvm_suffix host)" --mlir-to-llvmir "$base.mlir" -o "$base.ll"
   else
     mv "$base.llvm" "$base.ll"
   fi

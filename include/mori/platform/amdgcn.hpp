@@ -1,6 +1,13 @@
 // Platform layer for AMD GPUs (gfx9 CDNA, wave64), written with clang builtins only so that device
 // code needs neither HIP runtime headers nor the ROCm device libraries, and the extracted bitcode
 // stays self-contained.
+//
+// gfx950 (CDNA 4) needs nothing of its own here: it is wave64 and has gfx940's instructions
+// (clang-22's target features for it include +gfx940-insts and +wavefrontsize64), so LLVM lowers
+// its atomics and fences with gfx942's cache controls (SIMemoryLegalizer.cpp,
+// SICacheControl::create: SIGfx940CacheControl whenever hasGFX940Insts(); AMDGPUUsage, "Memory
+// Model GFX942"). tests/device/check_copy_isa.sh holds both archs to the same system fence and
+// 16-byte global accesses.
 #pragma once
 
 #include <cstddef>
