@@ -1,17 +1,8 @@
 # The hip backend's stream kernel (src/backend/hip/stream_kernel.hip) as one code object per
 # GPU_TARGETS arch, embedded into libmori_shmem through a generated source of .incbin directives.
 #
-# The compiler of each arch: clang++-19 knows gfx90a and gfx942 (NOTES-toolchain: gfx950 is an
-# "invalid target ID" there), so other archs are left out with a message. When
-# cmake/MoriDeviceCompiler.cmake provides mori_device_cxx_for(<arch> <out_var>), the one line
-# marked below becomes a call to it.
-function(_mori_stream_kernel_cxx arch out_var)
-  if(arch MATCHES "^(gfx90a|gfx940|gfx941|gfx942)$")
-    set(${out_var} ${MORI_DEVICE_CXX} PARENT_SCOPE)
-  else()
-    set(${out_var} "" PARENT_SCOPE)
-  endif()
-endfunction()
+# The compiler of each arch comes from cmake/MoriDeviceCompiler.cmake (clang-22 for gfx950,
+# clang-19 otherwise); an arch without one is left out with a message.
 
 function(mori_add_stream_kernel target)
   set(_src ${PROJECT_SOURCE_DIR}/src/backend/hip/stream_kernel.hip)
@@ -19,7 +10,7 @@ function(mori_add_stream_kernel target)
   set(_table)
   set(_objects)
   foreach(_arch IN LISTS GPU_TARGETS)
-    _mori_stream_kernel_cxx(${_arch} _cxx)  # swap for: mori_device_cxx_for(${_arch} _cxx)
+    mori_device_cxx_for(${_arch} _cxx)
     if(NOT _cxx)
       message(STATUS "mori: no compiler for ${_arch}: the stream kernel leaves it out")
       continue()
@@ -29,7 +20,7 @@ function(mori_add_stream_kernel target)
       OUTPUT ${_out}
       COMMAND ${_cxx} -std=c++20 -x hip -nogpulib --offload-device-only --no-gpu-bundle-output
               --offload-arch=${_arch} -O2 -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src
-              -DMORI_BACKEND_HIP=1 ${MORI_RDMA_DEFINES_FLAGS} -MD -MF ${_out}.d -c ${_src} -o ${_out}
+              -mcode-object-version=5 -DMORI_BACKEND_HIP=1 ${MORI_RDMA_DEFINES_FLAGS} -MD -MF ${_out}.d -c ${_src} -o ${_out}
       DEPENDS ${_src}
       DEPFILE ${_out}.d
       COMMENT "stream kernel for ${_arch}" VERBATIM)

@@ -3,7 +3,13 @@
 # run the hip runtime path against the stand-in libamdhip64 (tests/hip/standin). Only what they need is built: the
 # runtime library for the hip backend, the stand-in and the two test binaries (the rest of the tree's targets are the host
 # build's, and building them again here cost five minutes of CI).
+# TARGETS: the host build's GPU_TARGETS, comma-separated: the archs of the stream kernel.
+if(NOT TARGETS)
+  set(TARGETS gfx942)
+endif()
+string(REPLACE "," ";" _targets "${TARGETS}")
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BUILD} -G ${GENERATOR} -DMORI_BACKEND=hip
+                        "-DGPU_TARGETS=${_targets}"
                         -DMORI_BUILD_DEVICE_TESTS=OFF -DMORI_BUILD_BENCH=OFF -DMORI_BUILD_EXAMPLES=OFF
                 COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD} --target mori_shmem mori_hip_tests mori_hip_standin_tests COMMAND_ERROR_IS_FATAL ANY)

@@ -7,9 +7,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
+#include <utility>
 
 #include "backend/hip/stream_hip.hpp"
+#include "backend/hip/stream_kernel_images.hpp"
 #include "fork_children.hpp"
 #include "mori/shmem.hpp"
 #include "runtime/backend.hpp"
@@ -155,7 +158,7 @@ TEST_CASE("a stream op that traps aborts the process and mori prints the device-
 
 TEST_CASE("on an arch without a stream kernel init works and stream_enqueue names the arch") {
   auto run = mori::test::run_ranks(1, [](int rank) -> std::string {
-    setenv("MORI_HIP_STANDIN_ARCH", "gfx950", 1);  // not in this build's GPU_TARGETS
+    setenv("MORI_HIP_STANDIN_ARCH", "gfx1100", 1);  // never in GPU_TARGETS
     shmem::InitAttr attr;
     attr.rank = 0;
     attr.n_ranks = 1;
@@ -165,7 +168,7 @@ TEST_CASE("on an arch without a stream kernel init works and stream_enqueue name
     const mori::Status s = mori::backend::stream_enqueue(nullptr, op_of(0));
     PE_CHECK(!s.ok());
     PE_CHECK(s.message() ==
-             "the hip backend has no stream kernel for gfx950: libmori_shmem was built for "
+             "the hip backend has no stream kernel for gfx1100: libmori_shmem was built for "
              "GPU_TARGETS without it");
     PE_CHECK(shmem::finalize() == 0);
     return "";
@@ -173,4 +176,94 @@ TEST_CASE("on an arch without a stream kernel init works and stream_enqueue name
   REQUIRE(run.children.size() == 1);
   CHECK(run.children[0].text == "");
   CHECK(run.children[0].exit_code == 0);
+}
+
+// Each embedded code object (gfx942 by clang-19, gfx950 by clang-22 where it is installed) is one
+// that clr's loader takes for its arch: the stand-in reads its ELF header's arch, its symbols and
+// its kernel-argument metadata as hipModuleLoadData and hipModuleLaunchKernel do.
+TEST_CASE("every embedded stream kernel loads on its own arch and launches") {
+  int archs = 0;
+  for (const mori::backend::StreamKernelImage* i = mori::backend::kStreamKernelImages; i->arch;
+       ++i, ++archs) {
+    const std::string arch = i->arch;
+    auto run = mori::test::run_ranks(1, [&](int) -> std::string {
+      setenv("MORI_HIP_STANDIN_ARCH", arch.c_str(), 1);
+      shmem::InitAttr attr;
+      attr.rank = 0;
+      attr.n_ranks = 1;
+      PE_CHECK(shmem::get_unique_id(&attr.uid) == 0);
+      PE_CHECK(shmem::init_attr(shmem::MORI_SHMEM_INIT_WITH_UNIQUEID, &attr) == 0);
+      PE_CHECK(mori::backend::stream_kernel_module() != nullptr);
+      mori_hip_standin_clear_launches();
+      PE_CHECK(mori::backend::stream_enqueue(nullptr, op_of(0)).ok());
+      PE_CHECK(mori::backend::stream_synchronize(nullptr).ok());
+      PE_CHECK(mori_hip_standin_launch_count() == 1);
+      MoriHipStandinLaunch l{};
+      PE_CHECK(mori_hip_standin_launch(0, &l) == 0);
+      PE_CHECK(l.arg_bytes == sizeof(StreamOp));
+      PE_CHECK(shmem::finalize() == 0);
+      return "";
+    });
+    INFO("arch " << arch);
+    REQUIRE(run.children.size() == 1);
+    CHECK(run.children[0].text == "");
+    CHECK(run.children[0].exit_code == 0);
+  }
+  CHECK(archs >= 1);
+}
+
+// The public stream API on hip: each call checks its arguments on the host, then enqueues exactly
+// one launch of the stream kernel carrying its operation, and returns before the stream runs it.
+TEST_CASE("every _on_stream call of the host API is one stream-kernel launch of its kind") {
+  init_one_pe();
+  hipStream_t s = nullptr;
+  REQUIRE(hipStreamCreate(&s) == hipSuccess);
+  auto* buf = static_cast<int64_t*>(shmem::malloc(4096));
+  REQUIRE(buf != nullptr);
+  auto* sig = reinterpret_cast<uint64_t*>(buf + 256);
+  mori_hip_standin_clear_launches();
+  mori_hip_standin_hold_streams(1);
+  using K = StreamOpKind;
+  const std::pair<K, int> calls[] = {
+      {K::kPut, shmem::putmem_on_stream(buf, buf + 8, 64, 0, s)},
+      {K::kGet, shmem::getmem_on_stream(buf + 8, buf, 64, 0, s)},
+      {K::kPutSignal,
+       shmem::putmem_signal_on_stream(buf, buf + 8, 64, sig, 1, shmem::AMO_SIGNAL_ADD, 0, s)},
+      {K::kSignalOp, shmem::signal_op_on_stream(sig, 2, shmem::AMO_SIGNAL_SET, 0, s)},
+      {K::kSignalWait, shmem::signal_wait_until_on_stream(sig, shmem::CMP_GE, 1, s)},
+      {K::kQuiet, shmem::quiet_on_stream(s)},
+      {K::kBarrierAll, shmem::barrier_all_on_stream(s)},
+      {K::kSyncAll, shmem::sync_all_on_stream(s)},
+      {K::kTeamSync, shmem::team_sync_on_stream(shmem::kTeamWorld, s)},
+      {K::kTeamBarrier, shmem::barrier_on_stream(shmem::kTeamWorld, s)},
+      {K::kBroadcast, shmem::broadcast_on_stream(shmem::kTeamWorld, buf, buf + 16, 4, 0, s)},
+      {K::kFcollect, shmem::fcollect_on_stream(shmem::kTeamWorld, buf, buf + 16, 4, s)},
+      {K::kAlltoall, shmem::alltoall_on_stream(shmem::kTeamWorld, buf, buf + 16, 4, s)},
+      {K::kReduce, shmem::sum_reduce_on_stream(shmem::kTeamWorld, buf, buf + 16, 4, s)},
+      {K::kReducescatter,
+       shmem::max_reducescatter_on_stream(shmem::kTeamWorld, buf, buf + 16, 4, s)},
+  };
+  for (const auto& [kind, rc] : calls) CHECK_MESSAGE(rc == 0, shmem::last_error());
+  CHECK(mori_hip_standin_pending() == std::size(calls));  // all returned, none ran
+  // A bad argument is refused on the host and enqueues nothing.
+  CHECK(shmem::putmem_on_stream(buf, buf, 64, 7, s) == -1);
+  CHECK(std::string(shmem::last_error()).find("PE 7") != std::string::npos);
+  CHECK(mori_hip_standin_pending() == std::size(calls));
+  mori_hip_standin_hold_streams(0);
+  REQUIRE(shmem::stream_synchronize(s) == 0);
+  REQUIRE(mori_hip_standin_launch_count() == std::size(calls));
+  for (size_t i = 0; i < std::size(calls); ++i) {
+    MoriHipStandinLaunch l{};
+    REQUIRE(mori_hip_standin_launch(i, &l) == 0);
+    StreamOp op{};
+    REQUIRE(l.arg_bytes == sizeof op);
+    std::memcpy(&op, l.args, sizeof op);
+    INFO("call " << i);
+    CHECK(std::string(l.kernel) == "mori_stream_op");
+    CHECK(l.stream == s);
+    CHECK(op.kind == calls[i].first);
+  }
+  CHECK(shmem::free(buf) == 0);
+  CHECK(hipStreamDestroy(s) == hipSuccess);
+  CHECK(shmem::finalize() == 0);
 }
