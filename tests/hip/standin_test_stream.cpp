@@ -186,7 +186,7 @@ TEST_CASE("every embedded stream kernel loads on its own arch and launches") {
   for (const mori::backend::StreamKernelImage* i = mori::backend::kStreamKernelImages; i->arch;
        ++i, ++archs) {
     const std::string arch = i->arch;
-    auto run = mori::test::run_ranks(1, [&](int) -> std::string {
+    auto run = mori::test::run_ranks(1, [&](int rank) -> std::string {
       setenv("MORI_HIP_STANDIN_ARCH", arch.c_str(), 1);
       shmem::InitAttr attr;
       attr.rank = 0;
