@@ -16,8 +16,7 @@ namespace mori::backend {
 
 namespace {
 
-// One block of one wavefront's multiple: the kernel body runs each op in Block scope.
-constexpr unsigned kStreamThreads = 256;
+constexpr unsigned kStreamThreads = kStreamKernelThreads;
 
 hipModule_t module = nullptr;
 hipFunction_t kernel = nullptr;
