@@ -24,9 +24,12 @@
 
 namespace mori::shmem {
 
+using runtime::find_symmetric;
+using runtime::reachable;
 using runtime::report;
 using runtime::require;
 using runtime::Runtime;
+using runtime::SymmetricRange;
 
 namespace {
 
@@ -135,21 +138,6 @@ void* allocate(const char* api, size_t alignment, size_t size, bool zero = false
   return rt->memory->base() + offset;
 }
 
-// The symmetric range holding `ptr`, this PE's heap or a registered buffer: its base here and every
-// PE's P2P view of it (0: not mapped here). `peer_bases` is null when `ptr` is not symmetric.
-struct SymmetricRange {
-  uint64_t base = 0;
-  const std::vector<uint64_t>* peer_bases = nullptr;
-};
-
-SymmetricRange find_symmetric(const Runtime& rt, uint64_t ptr) {
-  const uint64_t base = reinterpret_cast<uint64_t>(rt.memory->base());
-  if (ptr >= base && ptr < base + rt.memory->size()) return {base, &rt.peer_bases};
-  for (auto& [rbase, region] : rt.regions)
-    if (ptr >= rbase && ptr < rbase + region->size) return {rbase, &region->peer_bases};
-  return {};
-}
-
 // Where this process reaches `pe`'s copy of the symmetric `ptr`, or 0: not symmetric, or that
 // copy is not mapped here (RDMA, a peer's plain buffer_register buffer).
 uint64_t p2p_view(const Runtime& rt, uint64_t ptr, int pe) {
@@ -157,11 +145,6 @@ uint64_t p2p_view(const Runtime& rt, uint64_t ptr, int pe) {
   if (!range.peer_bases) return 0;  // not symmetric: the guide's "pointer is invalid"
   const uint64_t peer = (*range.peer_bases)[pe];
   return peer ? peer + (ptr - range.base) : 0;
-}
-
-bool reachable(const Runtime& rt, int pe) {
-  return pe >= 0 && pe < rt.n_pes &&
-         rt.transports[pe] != static_cast<uint8_t>(state::Transport::kUnreachable);
 }
 
 }  // namespace
@@ -316,3 +299,22 @@ void* malloc_with_hints(size_t size, long hints) {
 }
 
 }  // namespace mori::shmem
+
+namespace mori::runtime {
+
+SymmetricRange find_symmetric(const Runtime& rt, uint64_t ptr) {
+  const uint64_t base = reinterpret_cast<uint64_t>(rt.memory->base());
+  if (ptr >= base && ptr < base + rt.memory->size())
+    return {base, rt.memory->size(), &rt.peer_bases};
+  for (auto& [rbase, region] : rt.regions)
+    if (ptr >= rbase && ptr < rbase + region->size)
+      return {rbase, region->size, &region->peer_bases};
+  return {};
+}
+
+bool reachable(const Runtime& rt, int pe) {
+  return pe >= 0 && pe < rt.n_pes &&
+         rt.transports[pe] != static_cast<uint8_t>(state::Transport::kUnreachable);
+}
+
+}  // namespace mori::runtime

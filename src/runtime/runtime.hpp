@@ -122,6 +122,17 @@ std::unique_ptr<Runtime> take_current();
 // Allocates the context pool with only the default context (QP 0) live (runtime/contexts.cpp).
 Status open_contexts(Runtime& rt);
 
+// The symmetric range holding `ptr`, this PE's heap or a registered buffer: its base and size
+// here and every PE's P2P view of it (0: not mapped here). `peer_bases` is null when `ptr` is not
+// symmetric (runtime/memory.cpp).
+struct SymmetricRange {
+  uint64_t base = 0, size = 0;
+  const std::vector<uint64_t>* peer_bases = nullptr;
+};
+SymmetricRange find_symmetric(const Runtime& rt, uint64_t ptr);
+// `pe` is a PE of the job that this PE reaches over some transport.
+bool reachable(const Runtime& rt, int pe);
+
 // The runtime, or null after reporting "<api>: not initialised" when there is none.
 Runtime* require(const char* api);
 // require(), and the PE's GPU made the calling thread's current device (backend::use_device): for

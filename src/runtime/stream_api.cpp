@@ -250,7 +250,7 @@ int reduction_on_stream(bool scatter, Team team, void* dest, const void* source,
     if (code < 0 || code >= kReduceOps)
       return Status::error("op " + std::to_string(code) +
                            " is not a reduction operator (0-6: and, or, xor, min, max, sum, prod)");
-    if (!kElementIntegral[type] && code <= static_cast<int>(ReduceOp::kXor))
+    if (!kElementIntegral[type] && is_bitwise(reduce_op))
       return Status::error("op " + std::to_string(code) +
                            " (and, or, xor) takes integer types only, not floating point");
     uint64_t bytes = 0;

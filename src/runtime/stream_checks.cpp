@@ -20,7 +20,7 @@ Status check_stream_pe(const Runtime& rt, int pe) {
   if (pe < 0 || pe >= rt.n_pes)
     return Status::error("PE " + std::to_string(pe) + " is not in [0, " + std::to_string(rt.n_pes) +
                          ")");
-  if (rt.transports[pe] == static_cast<uint8_t>(state::Transport::kUnreachable))
+  if (!reachable(rt, pe))
     return Status::error("PE " + std::to_string(pe) + " is not reachable from PE " +
                          std::to_string(rt.rank));
   return {};
@@ -35,14 +35,11 @@ Status check_symmetric(const Runtime& rt, const char* what, const void* p, uint6
   if (bytes == 0) return {};
   MORI_TRY(check_local(what, p, bytes));
   const uint64_t a = reinterpret_cast<uint64_t>(p);
-  uint64_t end = 0;  // of the symmetric range holding a
-  const uint64_t heap = reinterpret_cast<uint64_t>(rt.memory->base());
-  if (a >= heap && a < heap + rt.memory->size()) end = heap + rt.memory->size();
-  for (auto& [base, region] : rt.regions)
-    if (a >= base && a < base + region->size) end = base + region->size;
-  if (end == 0)
+  const SymmetricRange range = find_symmetric(rt, a);
+  if (!range.peer_bases)
     return Status::error(std::string(what) + " " + hex(a) +
                          " is not symmetric (in the heap or a registered buffer)");
+  const uint64_t end = range.base + range.size;
   if (bytes > end - a)
     return Status::error(std::string(what) + " " + hex(a) + " + " + std::to_string(bytes) +
                          " bytes runs past the end of its symmetric range at " + hex(end));

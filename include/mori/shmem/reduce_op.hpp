@@ -9,6 +9,10 @@ namespace mori::shmem {
 // of mori_shmem_reduce_<type>_<scope> and mori_shmem_reducescatter_<type>_<scope>.
 enum class ReduceOp : int { kAnd = 0, kOr = 1, kXor = 2, kMin = 3, kMax = 4, kSum = 5, kProd = 6 };
 inline constexpr int kReduceOps = 7;
+// and, or and xor: integer types only.
+constexpr bool is_bitwise(ReduceOp op) {
+  return op == ReduceOp::kAnd || op == ReduceOp::kOr || op == ReduceOp::kXor;
+}
 
 // X(reduce name, reducescatter name, ReduceOp): and_reduce, and_reducescatter, ... (the names are
 // spelled out: `and`, `or` and `xor` are operators to the preprocessor).

@@ -38,10 +38,6 @@ namespace mori::shmem {
 
 namespace detail::coll {
 
-constexpr bool is_bitwise(ReduceOp op) {
-  return op == ReduceOp::kAnd || op == ReduceOp::kOr || op == ReduceOp::kXor;
-}
-
 template <ReduceOp Op, typename T>
 MORI_DEVICE T combine(T a, T b) {
   static_assert(!is_bitwise(Op) || std::is_integral_v<T>,
