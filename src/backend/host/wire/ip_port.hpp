@@ -13,11 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/host/wire/roce.hpp"
 #include "mori/status.hpp"
 
 namespace mori::wire {
-
-constexpr uint16_t kRoceUdpPort = 4791;  // IANA's RoCEv2 port (IBTA A17.4.5.2)
 
 // An interface's IPv4 addresses (network byte order, in ascending numeric order) and MTU; a clear
 // error naming the interface when it does not exist or has no IPv4 address.
