@@ -19,6 +19,9 @@ packages=(
   libopenmpi-dev openmpi-bin
   # tests, options, JSON
   doctest-dev libcli11-dev nlohmann-json3-dev
+  # the wire tests: tshark decodes our RoCEv2 packets, zlib's CRC-32 checks their ICRC, ip makes the
+  # network namespaces and bridges the nodes live on
+  tshark zlib1g-dev iproute2
   # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
 )
@@ -33,6 +36,10 @@ echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}"
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
+# tshark's wireshark-common asks whether non-root users may capture (dumpcap setuid): no, and no prompt
+if printf '%s\n' "${missing[@]}" | grep -qx tshark; then
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "install-deps: done"
