@@ -195,8 +195,9 @@ bool is_request(BthOpcode op) {
   }
 }
 
-// Wireshark's names (packet-infiniband.c, OpCodeMap), so that our logs and its dissection read
-// alike; the two vendor opcodes are ours.
+// Wireshark's names (tshark -G values, infiniband.bth.opcode: "Reliable Connection (RC) - RDMA
+// WRITE First", ...) with the transport shortened to "RC", so that our logs and its dissection
+// read alike; the two vendor opcodes are ours.
 const char* opcode_name(BthOpcode op) {
   switch (op) {
     case BthOpcode::kWriteFirst:
