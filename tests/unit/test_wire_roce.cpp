@@ -486,7 +486,7 @@ TEST_CASE("wire roce: Wireshark decodes every IBTA opcode as built") {
       {"infiniband.bth.opcode", "infiniband.bth.psn", "infiniband.bth.destqp",
        "infiniband.bth.padcnt", "infiniband.reth.dmalen", "infiniband.aeth.msn",
        "_ws.expert.message", "_ws.malformed", "infiniband.invariant.crc"},
-      &rows, &why);
+      &rows, &why, "infiniband");
   unlink(path);
   REQUIRE_MESSAGE(ran, why);
   REQUIRE(rows.size() == ops.size());

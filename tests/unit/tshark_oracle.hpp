@@ -27,7 +27,7 @@ inline std::string tshark_path() {
 }
 
 // Splits s at `sep` (keeping empty pieces).
-inline std::vector<std::string> split(const std::string& s, char sep) {
+inline std::vector<std::string> split_tshark_output(const std::string& s, char sep) {
   std::vector<std::string> out(1);
   for (char c : s) {
     if (c == sep)
@@ -41,20 +41,27 @@ inline std::vector<std::string> split(const std::string& s, char sep) {
 // Runs `tshark -r pcap -d udp.port==4791,infiniband -T fields -e f1 -e f2 ...` and returns one
 // row per packet, one string per field (several occurrences of a field joined by ','; absent:
 // ""). The fields are Wireshark's names (tshark -G fields), e.g. infiniband.bth.opcode,
-// infiniband.bth.psn, _ws.expert.message, _ws.malformed. False, with a one-line reason, when
-// tshark is missing, fails, or prints a row of the wrong width. tshark's stderr (its warning
-// about running as root) is discarded.
+// infiniband.bth.psn, _ws.expert.message, _ws.malformed. A capture from a bridge holds other
+// traffic too (ARP, IPv6 neighbour discovery): `display_filter` (tshark -Y, e.g. "infiniband")
+// keeps the rows it matches. False, with a one-line reason, when tshark is missing, fails, or
+// prints a row of the wrong width. tshark's stderr (its warning about running as root) is
+// discarded.
 inline bool run_tshark(const std::string& pcap, const std::vector<std::string>& fields,
-                       std::vector<std::vector<std::string>>* rows, std::string* why) {
+                       std::vector<std::vector<std::string>>* rows, std::string* why,
+                       const std::string& display_filter = "") {
   const std::string tshark = tshark_path();
   if (tshark.empty()) {
     *why = "tshark is not installed (scripts/install-deps.sh installs it)";
     return false;
   }
-  // The paths are ours (mkstemp under /tmp) and the fields constants: no shell quoting needed
-  // beyond single quotes.
+  // The path and the filter go to the shell in single quotes: they must not hold one.
+  if ((pcap + display_filter).find('\'') != std::string::npos) {
+    *why = "a single quote in the pcap path or the display filter: " + pcap;
+    return false;
+  }
   std::string command = tshark + " -n -r '" + pcap + "' -d udp.port==4791,infiniband -T fields" +
                         " -E separator=/t -E occurrence=a -E aggregator=,";
+  if (!display_filter.empty()) command += " -Y '" + display_filter + "'";
   for (const auto& f : fields) command += " -e " + f;
   command += " 2>/dev/null";
   std::FILE* pipe = popen(command.c_str(), "r");
@@ -71,9 +78,11 @@ inline bool run_tshark(const std::string& pcap, const std::vector<std::string>& 
     return false;
   }
   rows->clear();
-  for (const auto& line : split(out, '\n')) {
-    if (line.empty()) continue;
-    rows->push_back(split(line, '\t'));
+  // One line per packet, each ending in '\n'; a line may be empty (one field, absent).
+  std::vector<std::string> lines = split_tshark_output(out, '\n');
+  lines.pop_back();  // what follows the last '\n'
+  for (const auto& line : lines) {
+    rows->push_back(split_tshark_output(line, '\t'));
     if (rows->back().size() != fields.size()) {
       *why = "tshark printed " + std::to_string(rows->back().size()) + " fields, not " +
              std::to_string(fields.size()) + ": " + line;
