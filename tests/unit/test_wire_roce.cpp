@@ -101,6 +101,11 @@ void reseal(std::vector<uint8_t>& d) {
   for (int i = 0; i < 4; ++i) d[n - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
 }
 
+// reseal() where the datagram has room for the fields it rewrites and masks (IPv4 to the ICRC).
+void reseal_if_long_enough(std::vector<uint8_t>& d) {
+  if (d.size() >= 44) reseal(d);
+}
+
 std::string reject(const std::vector<uint8_t>& d) {
   Packet p;
   std::string why;
@@ -510,6 +515,30 @@ TEST_CASE("wire roce: Wireshark decodes every IBTA opcode as built") {
       std::snprintf(icrc, sizeof icrc, "0x%08x",
                     __builtin_bswap32(wire::carried_icrc(datagrams[i])));
       CHECK(r[8] == icrc);
+    }
+  }
+}
+
+TEST_CASE("wire roce: every truncation of a datagram is rejected, read within its bytes") {
+  const uint8_t five[] = {1, 2, 3, 4, 5};
+  for (BthOpcode op : kAllOpcodes) {
+    const auto good = built(full_packet(
+        op, wire::has_payload(op) ? std::span<const uint8_t>(five) : std::span<const uint8_t>()));
+    for (size_t n = 0; n < good.size(); ++n) {
+      // A copy of exactly n bytes, so that a sanitizer sees any read past them.
+      std::vector<uint8_t> d(good.begin(), good.begin() + static_cast<ptrdiff_t>(n));
+      CAPTURE(n);
+      CHECK(reject(d) != "accepted");
+      // Resealed, what is left may be a packet again: one with less payload (the cut bytes
+      // fall where its pad and ICRC were), never one without its headers.
+      reseal_if_long_enough(d);
+      Packet p;
+      std::string why;
+      if (wire::parse(d, &p, &why)) {
+        CHECK(wire::has_payload(op));
+        CHECK(p.payload.size() < sizeof five);
+        CHECK(d.size() % 4 == 0);
+      }
     }
   }
 }

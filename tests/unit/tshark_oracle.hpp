@@ -80,7 +80,7 @@ inline bool run_tshark(const std::string& pcap, const std::vector<std::string>& 
   rows->clear();
   // One line per packet, each ending in '\n'; a line may be empty (one field, absent).
   std::vector<std::string> lines = split_tshark_output(out, '\n');
-  lines.pop_back();  // what follows the last '\n'
+  if (lines.back().empty()) lines.pop_back();  // what follows the last '\n'
   for (const auto& line : lines) {
     rows->push_back(split_tshark_output(line, '\t'));
     if (rows->back().size() != fields.size()) {
