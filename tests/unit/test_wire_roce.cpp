@@ -40,28 +40,21 @@ uint32_t ip(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
 // A packet with every field distinct and nonzero, whatever the opcode carries.
 Packet full_packet(BthOpcode op, std::span<const uint8_t> payload) {
   Packet p;
-  p.src_ip = ip(10, 0, 0, 1);
-  p.dst_ip = ip(10, 0, 1, 2);
-  p.tos = 0x02;
-  p.ttl = 63;
-  p.ip_id = 0x4321;
-  p.udp_sport = 0xC0DE;
-  p.opcode = op;
-  p.solicited = true;
-  p.pkey = 0x8001;
-  p.dest_qp = 0xABCDEF;
-  p.ack_request = true;
-  p.psn = 0x123456;
-  p.va = 0x0102030405060708;
-  p.rkey = 0x90A0B0C0;
-  p.dma_length = 0x10000;
-  p.syndrome = wire::nak_syndrome(wire::NakCode::kRemoteAccessError);
-  p.msn = 0x654321;
-  p.swap_add = 0x1111222233334444;
-  p.compare = 0x5555666677778888;
+  p.src_ip = ip(10, 0, 0, 1), p.dst_ip = ip(10, 0, 1, 2);
+  p.tos = 0x02, p.ttl = 63, p.ip_id = 0x4321, p.udp_sport = 0xC0DE;
+  p.opcode = op, p.solicited = true, p.pkey = 0x8001, p.dest_qp = 0xABCDEF;
+  p.ack_request = true, p.psn = 0x123456;
+  p.va = 0x0102030405060708, p.rkey = 0x90A0B0C0, p.dma_length = 0x10000;
+  p.syndrome = wire::nak_syndrome(wire::NakCode::kRemoteAccessError), p.msn = 0x654321;
+  p.swap_add = 0x1111222233334444, p.compare = 0x5555666677778888;
   p.original = 0x99990000AAAABBBB;
   p.payload = payload;
   return p;
+}
+
+// `bytes` for an opcode with payload, nothing for one without.
+std::span<const uint8_t> payload_for(BthOpcode op, std::span<const uint8_t> bytes) {
+  return wire::has_payload(op) ? bytes : std::span<const uint8_t>();
 }
 
 std::vector<uint8_t> built(const Packet& p) {
@@ -118,19 +111,10 @@ std::string reject(const std::vector<uint8_t>& d) {
 TEST_CASE("wire roce: a WRITE Only's bytes, field by field") {
   const uint8_t hello[] = {'h', 'e', 'l', 'l', 'o'};
   Packet p;
-  p.src_ip = ip(10, 0, 0, 1);
-  p.dst_ip = ip(10, 0, 0, 2);
-  p.ttl = 64;
-  p.ip_id = 0x1234;
-  p.udp_sport = 0xC001;
-  p.opcode = BthOpcode::kWriteOnly;
-  p.dest_qp = 0x000123;
-  p.ack_request = true;
-  p.psn = 0x00ABCD;
-  p.va = 0x1122334455667788;
-  p.rkey = 0xA1B2C3D4;
-  p.dma_length = 5;
-  p.payload = hello;
+  p.src_ip = ip(10, 0, 0, 1), p.dst_ip = ip(10, 0, 0, 2), p.ttl = 64, p.ip_id = 0x1234;
+  p.udp_sport = 0xC001, p.opcode = BthOpcode::kWriteOnly, p.dest_qp = 0x000123;
+  p.ack_request = true, p.psn = 0x00ABCD;
+  p.va = 0x1122334455667788, p.rkey = 0xA1B2C3D4, p.dma_length = 5, p.payload = hello;
   p.msn = 7;  // not carried by a write: must not appear
   const std::vector<uint8_t> expected = {
       // IPv4: 0x45, TOS 0, total 68, id 0x1234, DF, TTL 64, UDP, checksum (by hand), src, dst
@@ -319,8 +303,7 @@ TEST_CASE("wire roce: a flipped bit after the IPv4 header fails the ICRC, a mask
                        BthOpcode::kAtomicAcknowledge, BthOpcode::kFetchAdd}) {
     const std::string name = wire::opcode_name(op);
     CAPTURE(name);
-    const auto good = built(full_packet(
-        op, wire::has_payload(op) ? std::span<const uint8_t>(hello) : std::span<const uint8_t>()));
+    const auto good = built(full_packet(op, payload_for(op, hello)));
     REQUIRE(reject(good) == "accepted");
     int flips = 0;
     for (size_t at = 20; at < good.size(); ++at) {
@@ -473,8 +456,7 @@ TEST_CASE("wire roce: Wireshark decodes every IBTA opcode as built") {
   const uint8_t five[] = {1, 2, 3, 4, 5};
   for (BthOpcode op : kAllOpcodes) {
     if (static_cast<uint8_t>(op) >= 0xC0) continue;  // vendor opcodes: Wireshark knows not ours
-    Packet p = full_packet(
-        op, wire::has_payload(op) ? std::span<const uint8_t>(five) : std::span<const uint8_t>());
+    Packet p = full_packet(op, payload_for(op, five));
     p.psn = 1000 + static_cast<uint32_t>(datagrams.size());
     datagrams.push_back(built(p));
     ops.push_back(op);
@@ -522,8 +504,7 @@ TEST_CASE("wire roce: Wireshark decodes every IBTA opcode as built") {
 TEST_CASE("wire roce: every truncation of a datagram is rejected, read within its bytes") {
   const uint8_t five[] = {1, 2, 3, 4, 5};
   for (BthOpcode op : kAllOpcodes) {
-    const auto good = built(full_packet(
-        op, wire::has_payload(op) ? std::span<const uint8_t>(five) : std::span<const uint8_t>()));
+    const auto good = built(full_packet(op, payload_for(op, five)));
     for (size_t n = 0; n < good.size(); ++n) {
       // A copy of exactly n bytes, so that a sanitizer sees any read past them.
       std::vector<uint8_t> d(good.begin(), good.begin() + static_cast<ptrdiff_t>(n));
