@@ -27,10 +27,10 @@ uint64_t packets(uint64_t bytes, uint32_t mtu) { return bytes == 0 ? 1 : (bytes 
 
 void check_all_success(const TestPair& t, size_t count) {
   REQUIRE(t.done.size() == count);
-  for (size_t i = 0; i < count; ++i) {
-    CHECK(t.done[i].status == WcStatus::kSuccess);
-    CHECK(t.done[i].why == "");
-  }
+  size_t bad = 0;
+  while (bad < count && t.done[bad].status == WcStatus::kSuccess && t.done[bad].why.empty()) ++bad;
+  CAPTURE(bad);
+  REQUIRE_MESSAGE(bad == count, (bad < count ? t.done[bad].why : ""));
 }
 
 }  // namespace
@@ -214,6 +214,8 @@ TEST_CASE("wire rc_qp: 500 mixed requests without faults, then under loss") {
     CAPTURE(loss);
     Faults f;
     f.loss = loss;
+    // At 30% loss each way, 8 timer periods without progress happen: about one seed in ten
+    // exhausts retry_cnt 7 in 500 requests, as hardware would. This seed does not.
     mixed(f, 2, 500, &a, &b);
     CHECK(a.retransmitted > 0);
     CHECK(b.naks_sent > 0);

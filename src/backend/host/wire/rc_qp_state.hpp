@@ -114,6 +114,7 @@ class Requester {
   uint64_t progress_mark_ = 0;  // the highest una() seen: forward progress is moving past it
   uint32_t reads_outstanding_ = 0;
   uint32_t retries_ = 0;
+  uint64_t implied_psn_ = ~0ull, implied_until_ = 0;  // the last implied NAK's go-back
   Clock::time_point deadline_ = Clock::time_point::max();
 };
 

@@ -216,7 +216,15 @@ void Requester::acknowledge_through(uint64_t psn) {
       if (e.acked == e.end()) complete(e, WcStatus::kSuccess, "");
     } else if (!implied && psn >= e.first + e.received) {
       implied = true;
-      retransmit_from(e.first);
+      // Every response already on its way behind the lost one implies the same loss: go back
+      // once for them, and again only for a response to a packet sent after this go-back (the
+      // responder handles packets in order, so then the retransmission was lost too).
+      const uint64_t resume = e.first + e.received;
+      if (resume != implied_psn_ || psn >= implied_until_) {
+        implied_psn_ = resume;
+        implied_until_ = high_;
+        retransmit_from(resume);
+      }
     }
   }
 }
@@ -378,6 +386,7 @@ void Requester::progress(Clock::time_point now) {
       return;
     } else {
       retransmit_from(at);
+      implied_psn_ = ~0ull;  // the responses to this go-back may imply a loss again
       deadline_ = now + period_;
     }
   }
