@@ -4,6 +4,8 @@
 // vector with one key. Header-only; used by test_wire_rc_qp.cpp.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -222,6 +224,26 @@ struct TestPair {
   }
   TestPair(Attrs x, uint64_t seed) : TestPair(x.a, x.b, seed) {}
 };
+
+// Deterministic bytes for a buffer.
+inline std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& b : v) {
+    x = x * 1103515245u + 12345u;
+    b = static_cast<uint8_t>(x >> 16);
+  }
+  return v;
+}
+
+// A's completions are all successes, in order; the first that is not, named.
+inline void check_all_success(const TestPair& t, size_t count) {
+  REQUIRE(t.done.size() == count);
+  size_t bad = 0;
+  while (bad < count && t.done[bad].status == WcStatus::kSuccess && t.done[bad].why.empty()) ++bad;
+  CAPTURE(bad);
+  REQUIRE_MESSAGE(bad == count, (bad < count ? t.done[bad].why : ""));
+}
 
 // The BTH opcode of a datagram in flight (IPv4 20 + UDP 8 bytes before the BTH), or 0.
 inline uint8_t opcode_of(const std::vector<uint8_t>& datagram) {
