@@ -50,7 +50,7 @@ TEST_CASE("wire rc_qp: a get returns every byte; its responses take the request'
       CAPTURE(path_mtu);
       CAPTURE(n);
       TestPair t(path_mtu);
-      std::vector<uint8_t> remote = pattern(n, n + 99);
+      std::vector<uint8_t> remote = pattern(n + 1, n + 99);
       std::memcpy(t.memory_b.bytes() + 128, remote.data(), n);
       std::vector<uint8_t> dst(n + 16, 0xEE);
       t.a->post(t.read(3, dst.data(), n, 128), t.now);
@@ -144,13 +144,13 @@ void mixed(const Faults& faults, uint64_t seed, size_t count, QpStats* a_stats, 
       o.op = RequestOp::kWrite;
       o.offset = write_at;
       write_at += o.bytes;
-      o.buf = pattern(o.bytes, static_cast<uint32_t>(i));
+      o.buf = pattern(o.bytes + 1, static_cast<uint32_t>(i));  // never empty: data() != null
       t.a->post(t.write(i, o.buf.data(), o.bytes, o.offset), t.now);
     } else if (kind == 1) {
       o.op = RequestOp::kRead;
       o.offset = read_at;
       read_at = (read_at + o.bytes) % (remote.size() - 3 * mtu);
-      o.buf.assign(o.bytes, 0);
+      o.buf.assign(o.bytes + 1, 0);
       t.a->post(t.read(i, o.buf.data(), o.bytes, read_area + o.offset), t.now);
     } else {
       o.op = RequestOp::kFetchAdd;
