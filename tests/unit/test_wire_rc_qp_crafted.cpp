@@ -317,3 +317,38 @@ TEST_CASE("wire rc_qp: ghost ACKs are ignored; responses that make no sense fail
 }
 
 }  // namespace mori::wire::test
+
+namespace mori::wire::test {
+
+TEST_CASE("wire rc_qp: timeout 0 never retries; a write's source is read at each transmission") {
+  SUBCASE("timeout 0: infinite") {
+    QpAttributes attr_a, attr_b;
+    connected_attributes(&attr_a, &attr_b);
+    attr_a.timeout = 0;
+    TestPair t(attr_a, attr_b);
+    t.ab.faults.loss = 1.0;
+    uint8_t byte = 1;
+    t.a->post(t.write(1, &byte, 1, 0), t.now);
+    CHECK(t.a->next_deadline() == Clock::time_point::max());
+    CHECK(!t.run(1, 100s));  // nothing left to happen: no timer
+    CHECK(t.a->outstanding() == 1);
+    CHECK(t.a->stats().timeouts == 0);
+    CHECK(!t.a->in_error());
+  }
+  SUBCASE("the retransmission carries the source's bytes as they are then") {
+    TestPair t;
+    t.ab.filter = [](std::vector<uint8_t>&, uint64_t i) { return i != 0; };
+    std::vector<uint8_t> src(40, 1);
+    const Clock::time_point start = t.now;
+    t.a->post(t.write(1, src.data(), 40, 0), t.now);
+    CHECK(t.a->next_deadline() == start + std::chrono::nanoseconds(4096 << 10));
+    std::fill(src.begin(), src.end(), 2);  // not copied at post: read again when resent
+    REQUIRE(t.run(1));
+    check_all_success(t, 1);
+    for (int i = 0; i < 40; ++i) REQUIRE(t.memory_b.bytes()[i] == 2);
+    CHECK(t.a->stats().timeouts == 1);
+    CHECK(t.now - start == std::chrono::nanoseconds(4096 << 10) + 2 * 2us);
+  }
+}
+
+}  // namespace mori::wire::test

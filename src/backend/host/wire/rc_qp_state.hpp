@@ -1,6 +1,10 @@
 // RcQp's insides (rc_qp.hpp), shared by its three files: rc_qp.cpp (the QP, demultiplexing a
 // datagram to its requester or responder half), rc_requester.cpp and rc_responder.cpp. Not a
 // contract: nothing outside src/backend/host/wire/rc_*.cpp includes it.
+//
+// The IBTA sections cited in these files (Vol 1 release 1.4 numbering) name the rule, from the
+// structure of chapter 9 as rdma-core, Linux rxe and the hfi1/ipath drivers describe it; the
+// sub-section numbers below 9.7.x were not checked against the spec's own text here.
 #pragma once
 
 #include <chrono>

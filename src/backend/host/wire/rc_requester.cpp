@@ -372,10 +372,10 @@ void Requester::progress(Clock::time_point now) {
   if (port_.error) return;
   if (deadline_ != Clock::time_point::max() && now >= deadline_) {
     // IBTA 9.7.6.1.3: the local ACK timeout expired with packets unacknowledged
-    ++port_.stats.timeouts;
     const uint64_t at = una();
+    if (at < high_) ++port_.stats.timeouts;
     if (at >= high_) {
-      deadline_ = Clock::time_point::max();
+      deadline_ = Clock::time_point::max();  // all acknowledged meanwhile: nothing to time
     } else if (++retries_ > port_.attr.retry_cnt) {
       // IBTA 9.7.6.1.4: retries exhausted; the oldest request fails, the QP enters error
       char text[160];

@@ -76,7 +76,7 @@ void Responder::execute(const Packet& p, Clock::time_point now) {
         "payload of " + std::to_string(p.payload.size()) + " bytes beyond the path MTU");
     return;
   }
-  // IBTA 9.7.5.2.3 (C9-95 and neighbours): a new message inside an unfinished write, or a
+  // IBTA 9.7.5.2.3: a new message inside an unfinished write, or a
   // Middle/Last without its First, is an invalid request.
   const bool continues = p.opcode == BthOpcode::kWriteMiddle || p.opcode == BthOpcode::kWriteLast;
   if (continues != in_write_) {
@@ -106,7 +106,7 @@ void Responder::execute(const Packet& p, Clock::time_point now) {
   uint64_t original = 0;
   if (!atomic(p, &original)) return;
   ++msn_;
-  // IBTA 9.7.5.1.3 / o9-28: keep the result, so that a duplicate is answered without executing
+  // IBTA 9.7.5.1.3: keep the result, so that a duplicate is answered without executing
   atomics_[next_atomic_] = {p.psn, original, true};
   next_atomic_ = (next_atomic_ + 1) % atomics_.size();
   advance(1);
@@ -257,7 +257,7 @@ void Responder::duplicate(const Packet& p, Clock::time_point now) {
   }
   if (is_atomic(p.opcode)) {
     // Never executed twice: the saved result, or (if it is older than the saved ones) an
-    // invalid request NAK, as C9-41.2.1 allows
+    // invalid request NAK
     for (const SavedAtomic& s : atomics_) {
       if (s.valid && s.psn == (p.psn & kPsnMask)) {
         ++port_.stats.atomics_replayed;
