@@ -304,6 +304,29 @@ TEST_CASE("wire rc_qp: ghost ACKs are ignored; responses that make no sense fail
     CHECK(t.done[1].status == WcStatus::kFlushed);
     CHECK(t.a->in_error());
   }
+  SUBCASE("an RNR NAK is no ACK") {
+    t.a->post(t.write(1, src.data(), 100, 0), t.now);
+    Packet ack = packet(BthOpcode::kAcknowledge, 0x100);
+    ack.syndrome = 0x20 | 0x0E;  // RNR NAK (IBTA 9.3.5): not an acknowledgment
+    t.a->receive(crafted(ack, true), t.now);
+    CHECK(t.a->outstanding() == 1);
+    Completion c;
+    CHECK(!t.a->poll(&c));
+    CHECK(!t.a->in_error());
+  }
+  SUBCASE("a read response whose opcode does not fit its place") {
+    std::vector<uint8_t> dst(600);
+    t.a->post(t.read(1, dst.data(), 600, 0), t.now);  // one response, Only: a Last starts nothing
+    Packet r = packet(BthOpcode::kReadResponseLast, 0x100);
+    r.syndrome = kAckSyndrome;
+    r.payload = std::span<const uint8_t>(dst.data(), 600);
+    t.a->receive(crafted(r, true), t.now);
+    REQUIRE(t.run(1));
+    CHECK(t.done[0].status == WcStatus::kBadResponse);
+    CHECK(t.done[0].why == "read response for PSN 0x000100 is " +
+                               std::string(opcode_name(r.opcode)) +
+                               " with 600 bytes, packet 1 of 1 with 600 expected");
+  }
   SUBCASE("an atomic ACK for a read") {
     std::vector<uint8_t> dst(10);
     t.a->post(t.read(1, dst.data(), 10, 0), t.now);

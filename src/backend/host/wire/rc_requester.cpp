@@ -261,9 +261,11 @@ void Requester::on_response(const Packet& p, Clock::time_point now) {
   if (offset < 0 || psn >= high_) return;
   switch (p.opcode) {
     case BthOpcode::kAcknowledge:
+      // IBTA 9.3.5: syndrome 000xxxxx is an ACK, 011xxxxx a NAK; an RNR NAK (001xxxxx) answers
+      // only SENDs, which this QP never sends, and the rest is reserved: neither is taken as one
       if (is_nak(p.syndrome)) {
         on_nak(p, psn);
-      } else {
+      } else if ((p.syndrome & 0xE0) == 0) {
         acknowledge_through(psn);
       }
       break;
