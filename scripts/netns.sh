@@ -15,7 +15,7 @@
 #   scripts/netns.sh netem <prefix> <node> <pe> <netem args...>   tc qdisc replace dev nic<pe> root netem ...
 #   scripts/netns.sh netem-clear <prefix> <node> <pe>
 #   scripts/netns.sh link <prefix> <node> <pe> up|down
-#   scripts/netns.sh capture <prefix> <pcap-file>   starts tshark on br0 (udp port 4791) and prints its pid
+#   scripts/netns.sh capture <prefix> <pcap-file>   starts tshark in P-br (udp port 4791) and prints its pid
 #   scripts/netns.sh capture-stop <pid>
 set -euo pipefail
 
@@ -88,6 +88,8 @@ up() {
   for ((i = 0; i < nodes; i++)); do
     node="$prefix$i"
     ip netns add "$node"
+    # accept_local: a datagram from nic0 to nic1 of the same node leaves on nic0 (the sender binds its socket to
+    # it) and comes back over the bridge with a local source address, which the kernel drops as martian otherwise.
     # No IPv6 (set before the interfaces exist, so they get no link-local address): the wire carries only what
     # the tests send, and the ARP that it needs.
     # shellcheck disable=SC2016  # $f is the inner shell's
@@ -96,6 +98,7 @@ up() {
         echo 1 >/proc/sys/net/ipv4/conf/$f/arp_ignore
         echo 2 >/proc/sys/net/ipv4/conf/$f/arp_announce
         echo 0 >/proc/sys/net/ipv4/conf/$f/rp_filter
+        echo 1 >/proc/sys/net/ipv4/conf/$f/accept_local
         echo 1 >/proc/sys/net/ipv6/conf/$f/disable_ipv6
       done'
     # One ip process per namespace: its batch mode creates the veths (their bridge ends moved to P-br at once) and
@@ -133,10 +136,15 @@ capture() {
   [ -e "/run/netns/$prefix-br" ] || die "capture: no namespace $prefix-br (scripts/netns.sh up first)"
   rm -f "$file"
   log="$file.log"
-  # tshark as root warns and still captures; -q: no per-packet lines. Its stdout and stderr go to <file>.log.
-  ip netns exec "$prefix-br" tshark -q -i br0 -w "$file" -f "udp port 4791" >"$log" 2>&1 </dev/null &
+  # Not on br0: a bridge device sees only the frames delivered to the bridge itself, not the unicast it forwards
+  # between ports. On every port ("any", Linux cooked frames: no Ethernet header) each datagram passes twice, in
+  # from its sender's veth and out to its receiver's: "inbound" keeps the first. nsenter execs tshark (ip netns
+  # exec forks and waits), so the pid printed is tshark's own, which capture-stop signals. tshark's output goes
+  # to <file>.log.
+  nsenter "--net=/run/netns/$prefix-br" tshark -q -i any -f "inbound and udp port 4791" -w "$file" \
+    >"$log" 2>&1 </dev/null &
   pid=$!
-  # Capturing once the pcapng file holds its section header (tshark writes it after the capture filter is set).
+  # Capturing once the pcapng file holds its section header (dumpcap writes it after opening the interfaces).
   for ((i = 0; i < 100; i++)); do
     if [ -s "$file" ]; then
       echo "$pid"
