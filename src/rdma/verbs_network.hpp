@@ -131,6 +131,8 @@ struct VerbsConfig {
   int gid_index = -1;               // MORI_IB_GID_INDEX (0..255); -1: a RoCE v2 entry, 0 on IB
   uint8_t traffic_class = 0;        // MORI_RDMA_TC: ibv_ah_attr.grh.traffic_class at RTR
   uint8_t service_level = 0;        // MORI_RDMA_SL: ibv_ah_attr.sl at RTR
+  uint8_t timeout = 14;             // MORI_RDMA_TIMEOUT: ibv_qp_attr.timeout at RTS
+  uint8_t retry_cnt = 7;            // MORI_RDMA_RETRY_CNT: ibv_qp_attr.retry_cnt at RTS
   bool relaxed_ordering = false;    // MORI_RDMA_RELAXED_ORDERING: relaxed-ordering MRs (opt-in)
   std::string gpu_pci_address;      // the GPU's, "0000:c1:00.0", or "" (nic_affinity.hpp)
   std::string sysfs_root = "/sys";  // where nic_affinity.hpp reads the PCI tree

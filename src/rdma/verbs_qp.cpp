@@ -13,9 +13,10 @@
 namespace mori::rdma {
 namespace {
 
-// RC QP timing: local ACK timeout 4.096 us * 2^14 (~67 ms), 7 retries, RNR retry 7 = forever
-// (we post no receives, so RNR never happens), min RNR timer 12 (0.64 ms). rc_pingpong's values.
-constexpr uint8_t kTimeout = 14, kRetryCnt = 7, kRnrRetry = 7, kMinRnrTimer = 12;
+// RC QP timing: RNR retry 7 = forever (we post no receives, so RNR never happens), min RNR timer
+// 12 (0.64 ms), rc_pingpong's values; the local ACK timeout and retry count are the settings'
+// (MORI_RDMA_TIMEOUT, MORI_RDMA_RETRY_CNT; rc_pingpong's 14 and 7 by default).
+constexpr uint8_t kRnrRetry = 7, kMinRnrTimer = 12;
 
 // One QP's address as its peer needs it for RTR. qpn 0 (the SMI QP, never an RC QP) means "no QP":
 // the sender does not reach the receiver over RDMA.
@@ -203,8 +204,8 @@ Status VerbsNetwork::connect_queues() {
     }
     attr = ibv_qp_attr{};
     attr.qp_state = IBV_QPS_RTS;
-    attr.timeout = kTimeout;
-    attr.retry_cnt = kRetryCnt;
+    attr.timeout = config_.timeout;
+    attr.retry_cnt = config_.retry_cnt;
     attr.rnr_retry = kRnrRetry;
     attr.sq_psn = queues_[i].psn;
     attr.max_rd_atomic = static_cast<uint8_t>(max_rd_atomic_);

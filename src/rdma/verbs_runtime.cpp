@@ -73,6 +73,8 @@ Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma
   config.gid_index = rt.settings.ib_gid_index;
   config.traffic_class = static_cast<uint8_t>(rt.settings.rdma_traffic_class);
   config.service_level = static_cast<uint8_t>(rt.settings.rdma_service_level);
+  config.timeout = static_cast<uint8_t>(rt.settings.rdma_timeout);
+  config.retry_cnt = static_cast<uint8_t>(rt.settings.rdma_retry_cnt);
   config.relaxed_ordering = rt.settings.rdma_relaxed_ordering;
   if (nic == state::Nic::kBnxt) config.dv_library = rt.settings.bnxt_dv_lib;
   if (nic == state::Nic::kIonic) config.dv_library = rt.settings.ionic_dv_lib;

@@ -207,6 +207,14 @@ Status load(Settings* out) {
     MORI_TRY(parse_uint("MORI_RDMA_TC", text, 255, &value));
     s.rdma_traffic_class = static_cast<int>(value);
   }
+  if (read("MORI_RDMA_TIMEOUT", &text)) {
+    MORI_TRY(parse_uint("MORI_RDMA_TIMEOUT", text, 31, &value));
+    s.rdma_timeout = static_cast<int>(value);
+  }
+  if (read("MORI_RDMA_RETRY_CNT", &text)) {
+    MORI_TRY(parse_uint("MORI_RDMA_RETRY_CNT", text, 7, &value));
+    s.rdma_retry_cnt = static_cast<int>(value);
+  }
   if (read("MORI_RDMA_SL", &text)) {
     MORI_TRY(parse_uint("MORI_RDMA_SL", text, 15, &value));
     s.rdma_service_level = static_cast<int>(value);

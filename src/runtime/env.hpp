@@ -59,6 +59,12 @@ struct Settings {
   // of every QP's address vector, so that traffic rides the fabric's lossless class.
   int rdma_traffic_class = 0;
   int rdma_service_level = 0;
+  // MORI_RDMA_TIMEOUT 0..31 and MORI_RDMA_RETRY_CNT 0..7 (NCCL_IB_TIMEOUT's and
+  // NCCL_IB_RETRY_CNT's meaning): every RC QP's local ACK timeout, 4.096 us * 2^timeout (0: none),
+  // and its transport retries (ibv_modify_qp(3), RTS). 14 and 7: about 0.5 s without an ACK ends
+  // the QP in IBV_WC_RETRY_EXC_ERR.
+  int rdma_timeout = 14;
+  int rdma_retry_cnt = 7;
   // MORI_RDMA_RELAXED_ORDERING=0|1: relaxed-ordering MRs (rdma/verbs_network.cpp says what it
   // costs put_signal's ordering); off by default.
   bool rdma_relaxed_ordering = false;

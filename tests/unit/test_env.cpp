@@ -30,6 +30,8 @@ constexpr const char* kVariables[] = {
     "MORI_IB_GID_INDEX",
     "MORI_RDMA_TC",
     "MORI_RDMA_SL",
+    "MORI_RDMA_TIMEOUT",
+    "MORI_RDMA_RETRY_CNT",
     "MORI_RDMA_RELAXED_ORDERING",
     "MORI_SHMEM_PES_PER_NODE",
     "MORI_BNXT_DV_LIB",
@@ -190,6 +192,8 @@ TEST_CASE("env: the RDMA variables") {
     CHECK(s.device_nic == mori::state::Nic::kNone);
     CHECK(s.rdma_sq_wqes == 256);
     CHECK(s.ib_gid_index == -1);
+    CHECK(s.rdma_timeout == 14);
+    CHECK(s.rdma_retry_cnt == 7);
     CHECK(s.pes_per_node == 0);
     CHECK(s.bnxt_dv_lib.empty());
     CHECK(s.ionic_dv_lib.empty());
@@ -199,6 +203,8 @@ TEST_CASE("env: the RDMA variables") {
                    {"MORI_IB_GID_INDEX", "0"},
                    {"MORI_RDMA_TC", "104"},
                    {"MORI_RDMA_SL", "3"},
+                   {"MORI_RDMA_TIMEOUT", "10"},
+                   {"MORI_RDMA_RETRY_CNT", "0"},
                    {"MORI_RDMA_RELAXED_ORDERING", "1"},
                    {"MORI_SHMEM_PES_PER_NODE", "8"},
                    {"MORI_BNXT_DV_LIB", "/opt/broadcom/lib/libbnxt_re.so"},
@@ -209,6 +215,8 @@ TEST_CASE("env: the RDMA variables") {
   CHECK(s.ib_gid_index == 0);
   CHECK(s.rdma_traffic_class == 104);
   CHECK(s.rdma_service_level == 3);
+  CHECK(s.rdma_timeout == 10);
+  CHECK(s.rdma_retry_cnt == 0);
   CHECK(s.rdma_relaxed_ordering);
   CHECK(s.pes_per_node == 8);
   CHECK(s.bnxt_dv_lib == "/opt/broadcom/lib/libbnxt_re.so");
@@ -290,6 +298,10 @@ TEST_CASE("env: load refuses bad values, quoting the variable and its value") {
        "MORI_IB_GID_INDEX=\"256\" is too large: the most accepted is 255"},
       {{"MORI_RDMA_TC", "256"}, "MORI_RDMA_TC=\"256\" is too large: the most accepted is 255"},
       {{"MORI_RDMA_SL", "16"}, "MORI_RDMA_SL=\"16\" is too large: the most accepted is 15"},
+      {{"MORI_RDMA_TIMEOUT", "32"},
+       "MORI_RDMA_TIMEOUT=\"32\" is too large: the most accepted is 31"},
+      {{"MORI_RDMA_RETRY_CNT", "8"},
+       "MORI_RDMA_RETRY_CNT=\"8\" is too large: the most accepted is 7"},
       {{"MORI_RDMA_RELAXED_ORDERING", "on"}, "MORI_RDMA_RELAXED_ORDERING=\"on\" is not 0 or 1"},
       {{"MORI_SHMEM_PES_PER_NODE", "0"},
        "MORI_SHMEM_PES_PER_NODE=\"0\" is too small: the least accepted is 1"},

@@ -26,6 +26,12 @@ inline uint32_t bnxt_status(CompletionStatus status) {
       return BNXT_RE_REQ_ST_LOC_LEN;
     case CompletionStatus::kFlushed:
       return BNXT_RE_REQ_ST_WR_FLUSH;
+    case CompletionStatus::kRetryExceeded:
+      return BNXT_RE_REQ_ST_TRNSP_XCED;
+    case CompletionStatus::kBadResponse:
+      return BNXT_RE_REQ_ST_BAD_RESP;
+    case CompletionStatus::kRemoteOperation:
+      return BNXT_RE_REQ_ST_REM_OP;
     default:
       // bnxt_re has no general requester status: the responder's failure stands in for it.
       return BNXT_RE_REQ_ST_REM_OP;

@@ -25,6 +25,10 @@ enum class CompletionStatus : uint8_t {
   kLocalLength,           // a length the WQE cannot hold (inline beyond its limit)
   kGeneral,               // anything else (fault injection)
   kFlushed,               // posted after the QP entered the error state (IBTA 11.6.2: flushed)
+  // On the wire (wire/rc_qp.hpp), as a requester learns them from its peer or its timer:
+  kRetryExceeded,    // no ACK within the retry budget (IBTA 9.7.6.1.3; IBV_WC_RETRY_EXC_ERR)
+  kRemoteOperation,  // NAK remote operational error (IBTA 9.7.5.2.4; IBV_WC_REM_OP_ERR)
+  kBadResponse,      // a response the request cannot have (IBTA 9.7.5.2.x; IBV_WC_BAD_RESP_ERR)
 };
 
 struct Codec {

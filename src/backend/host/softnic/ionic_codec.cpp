@@ -135,16 +135,31 @@ bool decode(const void* wqe, uint64_t index, WorkRequest* wr, std::string* why) 
   }
 }
 
-// The ionic_status of each CompletionStatus, in its order; kGeneral (a failure of the QP itself)
-// is a local QP operation error.
+// The ionic_status of each CompletionStatus; kGeneral (a failure of the QP itself) is a local QP
+// operation error.
 uint32_t ionic_status_of(CompletionStatus status) {
-  if (status == CompletionStatus::kFlushed) return provider::IONIC_STS_WQE_FLUSHED_ERR;
-  constexpr uint32_t kStatus[] = {provider::IONIC_STS_OK, provider::IONIC_STS_LOCAL_PROT_ERR,
-                                  provider::IONIC_STS_REMOTE_ACC_ERR,
-                                  provider::IONIC_STS_REMOTE_INV_REQ_ERR,
-                                  provider::IONIC_STS_LOCAL_LEN_ERR};
-  const auto i = static_cast<size_t>(status);
-  return i < std::size(kStatus) ? kStatus[i] : provider::IONIC_STS_LOCAL_QP_OPER_ERR;
+  switch (status) {
+    case CompletionStatus::kSuccess:
+      return provider::IONIC_STS_OK;
+    case CompletionStatus::kLocalProtection:
+      return provider::IONIC_STS_LOCAL_PROT_ERR;
+    case CompletionStatus::kRemoteAccess:
+      return provider::IONIC_STS_REMOTE_ACC_ERR;
+    case CompletionStatus::kRemoteInvalidRequest:
+      return provider::IONIC_STS_REMOTE_INV_REQ_ERR;
+    case CompletionStatus::kLocalLength:
+      return provider::IONIC_STS_LOCAL_LEN_ERR;
+    case CompletionStatus::kFlushed:
+      return provider::IONIC_STS_WQE_FLUSHED_ERR;
+    case CompletionStatus::kRetryExceeded:
+      return provider::IONIC_STS_RETRY_EXCEEDED;
+    case CompletionStatus::kRemoteOperation:
+      return provider::IONIC_STS_REMOTE_OPER_ERR;
+    case CompletionStatus::kBadResponse:
+      return provider::IONIC_STS_BAD_RESP_ERR;
+    default:
+      return provider::IONIC_STS_LOCAL_QP_OPER_ERR;
+  }
 }
 
 // Locally detected errors and flushes complete as NPG (the WQE by its index: no message went out,

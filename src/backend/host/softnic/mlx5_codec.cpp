@@ -217,7 +217,11 @@ uint8_t syndrome_of(CompletionStatus status) {
       return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
     case CompletionStatus::kFlushed:
       return MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
-    default:  // kGeneral (fault injection): the responder could not complete the operation
+    case CompletionStatus::kRetryExceeded:
+      return MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+    case CompletionStatus::kBadResponse:
+      return MLX5_CQE_SYNDROME_BAD_RESP_ERR;
+    default:  // kRemoteOperation, and kGeneral (fault injection): the responder could not complete it
       return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
   }
 }
