@@ -132,8 +132,8 @@ Status build(Runtime& rt) {
   bootstrap::Bootstrap& boot = *rt.boot;
   rt.rank = boot.rank();
   rt.n_pes = boot.size();
-  std::vector<bool> same_node;
-  MORI_TRY(runtime::find_same_node(boot, rt.settings.pes_per_node, &same_node, &rt.local_rank));
+  MORI_TRY(runtime::find_same_node(boot, rt.settings.pes_per_node, &rt.same_node, &rt.local_rank));
+  const std::vector<bool>& same_node = rt.same_node;
   MORI_TRY(backend::open_device(rt.local_rank));
   // MORI_SHMEM_PES_PER_NODE splits one machine into test "nodes": all the job's PEs share it.
   backend::note_machine_pes(

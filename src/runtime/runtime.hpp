@@ -62,6 +62,7 @@ struct Runtime {
   // so destroyed before it: the NIC stops before the memory it serves goes away.
   std::unique_ptr<RdmaNetwork> rdma;
   int rank = 0, n_pes = 0, local_rank = 0;
+  std::vector<bool> same_node;        // PEs on this node (runtime/node.hpp), this one included
   bool mpi_initialized_here = false;  // init() called MPI_Init, so finalize() calls MPI_Finalize
   uint64_t allocations = 0;  // symmetric allocation calls so far (numbered for symmetry checks)
 

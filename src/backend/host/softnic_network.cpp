@@ -4,6 +4,9 @@
 // registered buffers, in the target's process through process_vm_readv / process_vm_writev, its
 // atomics under a lock per target PE that every PE's NIC shares (softnic/pe_locks.hpp).
 //
+// Between nodes (MORI_SOFTNIC_IFNAME set, wire_network.hpp) the QPs to PEs of other nodes are
+// RoCEv2 RC QPs on the wire instead: their peers' memory is neither mapped nor reached by pid.
+//
 // Keys: each registration (the heap, the ibufs, each registered buffer) gets a serial number,
 // the same on every PE since registration is collective; a PE's key for it is
 // (serial << 12 | pe) ^ kKeySalt. Keys are exchanged through the bootstrap as on hardware, so a
@@ -23,6 +26,7 @@
 
 #include "backend/host/softnic/pe_locks.hpp"
 #include "backend/host/softnic/softnic.hpp"
+#include "backend/host/wire_network.hpp"
 #include "mori/provider/bnxt.hpp"
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
@@ -96,7 +100,10 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
 
   Status open(const std::vector<bool>& needs_rdma) {
     MORI_TRY(read_atomic_cap(&atomic_cap_));
+    MORI_TRY(WireNetwork::open(rt_, &wire_));
     const int n = rt_.n_pes, qps = rt_.settings.num_qp_per_pe;
+    on_wire_.assign(n, false);
+    for (int pe = 0; pe < n; ++pe) on_wire_[pe] = wire_ && needs_rdma[pe] && !rt_.same_node[pe];
     const uint32_t sq_wqes = rt_.settings.rdma_sq_wqes;
     pids_.resize(n);
     const int my_pid = static_cast<int>(getpid());
@@ -109,6 +116,8 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     if (!endpoints_) return Status::error("software NIC: out of memory for the endpoints");
     auto* eps = reinterpret_cast<RdmaEndpoint*>(endpoints_.get());
     std::vector<softnic::ServedEndpoint> served;
+    std::vector<WireQpAddress> wire_addresses;
+    std::vector<size_t> wire_served;  // served[] index of each wire address
     std::mt19937 psn_rng(std::random_device{}());
     int used = 0;
     for (int pe = 0; pe < n; ++pe) used += needs_rdma[pe] ? qps : 0;
@@ -127,15 +136,30 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
         const uint32_t psn = psn_rng() & 0xFFFFFF;
         if (nic_ == state::Nic::kBnxt) ep.provider_state = psn;
         local_.push_back({reinterpret_cast<uint64_t>(ibuf),
-                          state::ibuf_registered_bytes(kIbufSlots),
-                          key_for(rt_.rank, kIbufSerial)});
-        served.push_back({&ep, pe, psn});
+                          state::ibuf_registered_bytes(kIbufSlots), key_for(rt_.rank, kIbufSerial),
+                          false});
+        if (on_wire_[pe]) {
+          wire_addresses.push_back({pe, q, ep.qpn, psn});
+          wire_served.push_back(served.size());
+        }
+        served.push_back({&ep, pe, psn, std::nullopt});
+      }
+    }
+    if (wire_) {
+      std::vector<wire::QpAttributes> attributes;
+      MORI_TRY(wire_->connect(wire_addresses, &attributes));
+      for (size_t i = 0; i < attributes.size(); ++i) {
+        softnic::ServedEndpoint& s = served[wire_served[i]];
+        s.wire = attributes[i];
+        // BNXT's engine counts each WQE's PSNs by the path MTU (bnxt.hpp kWordMtu), as the NIC
+        // does: it must be the QP's, set at RTR.
+        s.ep->provider_word[0] = 128u << attributes[i].path_mtu;
       }
     }
     const uint64_t heap_base = reinterpret_cast<uint64_t>(rt_.memory->base());
     local_.push_back({heap_base, rt_.memory->size(), heap_lkey_});
     for (int pe = 0; pe < n; ++pe) {
-      if (!needs_rdma[pe]) continue;
+      if (!needs_rdma[pe] || on_wire_[pe]) continue;
       void* mapped = rt_.memory->peer_base(pe);
       remote_.push_back(
           {pe, rt_.remote_bases[pe], rt_.memory->size(), heap_rkeys_[pe], mapped, pids_[pe]});
@@ -145,6 +169,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     options.private_locks = &locks_;
     options.atomics = atomic_cap_ != runtime::AtomicCap::kNone;
     options.nic_id = static_cast<uint64_t>(rt_.rank);  // the adversary: each PE its own choices
+    if (wire_) options.port = &wire_->port();
     options.log_prefix =
         "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + state::nic_name(nic_) + "): ";
     softnic_ =
@@ -171,6 +196,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     MORI_TRY(rt_.boot->allgather(lkey, rkeys->data(), sizeof *lkey));
     local_.push_back({base, bytes, *lkey});
     for (int pe = 0; pe < rt_.n_pes; ++pe) {
+      if (on_wire_[pe]) continue;  // reached through its own NIC, which knows its keys
       // Private memory of a process, this one's included (a loopback QP: AMOs routed over RDMA,
       // runtime/amo_route.hpp): reached through its pid, never mapped, so that every NIC atomic
       // on it takes the same lock.
@@ -275,6 +301,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   state::Nic nic_;
   runtime::AtomicCap atomic_cap_ = runtime::AtomicCap::kHca;
   std::vector<int> pids_;
+  std::vector<bool> on_wire_;  // PEs of other nodes, reached on the wire
   uint32_t heap_lkey_ = 0;
   std::vector<uint32_t> heap_rkeys_;
   uint32_t next_serial_ = kFirstRegionSerial;
@@ -284,6 +311,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
   Block endpoints_, ibufs_;
   std::vector<Block> blocks_;
   softnic::PeLocks locks_;
+  std::unique_ptr<WireNetwork> wire_;
   std::unique_ptr<softnic::SoftNic> softnic_;  // last: stopped before the memory it serves goes
 };
 

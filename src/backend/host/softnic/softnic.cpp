@@ -82,6 +82,10 @@ SoftNic::SoftNic(const Codec& codec, std::vector<ServedEndpoint> endpoints, Memo
     Queue& q = queues_.emplace_back();
     q.served = e;
     q.next_psn = e.initial_psn & 0xFFFFFF;
+    if (e.wire && options_.port) {
+      q.rc = wire::RcQp::create(*e.wire, responder_, *options_.port);
+      wire_queues_[e.wire->qp_num & 0xFFFFFF] = queues_.size() - 1;
+    }
   }
 }
 
@@ -98,6 +102,10 @@ Status SoftNic::start() {
         !s.ok())
       return s;
   }
+  for (const Queue& q : queues_)
+    if (q.served.wire && !q.rc)
+      return Status::error("software NIC: qp " + std::to_string(q.served.ep->qpn) +
+                           " is on the wire but the NIC has no port");
   for (size_t i = 0; i < queues_.size(); ++i) {  // each QP its own stream of choices
     uint64_t seed = options_.adversary.seed ^ (options_.nic_id * 0x100000001b3ull);
     queues_[i].adv.rng = next_random(&seed) ^ i;
@@ -146,8 +154,16 @@ void SoftNic::run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     bool progress = false;
     waiting_ = false;
+    const Clock::time_point now = Clock::now();
+    progress |= receive_wire(now);
     for (size_t i = 0; i < queues_.size(); ++i) {
       Queue& q = queues_[i];
+      if (q.rc) {
+        progress |= service_wire(q, now);
+        const uint64_t done = q.on_wire.empty() ? q.next : q.on_wire.front().wr.index;
+        processed_[i].store(q.broken ? kBroken : done, std::memory_order_release);
+        continue;
+      }
       progress |= options_.adversary.on ? service_adversarial(q) : service(q);
       processed_[i].store(q.broken ? kBroken : first_unfinished(q), std::memory_order_release);
     }
@@ -161,7 +177,10 @@ void SoftNic::run() {
       const uint32_t shift = std::min<uint32_t>(idle - options_.spin_rounds, 16);
       const uint32_t us = std::min<uint32_t>(uint32_t{1} << shift, options_.max_sleep_us);
       ++idle;
-      std::this_thread::sleep_for(std::chrono::microseconds(std::max<uint32_t>(us, 1)));
+      if (options_.port)
+        wait_for_wire(std::max<uint32_t>(us, 1));
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(std::max<uint32_t>(us, 1)));
     }
   }
 }

@@ -25,20 +25,34 @@
 //
 // Adversarial mode (SoftNicOptions::adversary, or MORI_SOFTNIC_ADVERSARIAL=1 with
 // MORI_SOFTNIC_SEED): the NIC uses the freedoms the ordering rules leave it (adversary.hpp).
+//
+// On the wire (wire_queues.cpp): a served QP with wire attributes (ServedEndpoint::wire) reaches a
+// PE of another node. Its WQEs, once decoded and checked locally, become requests of a RoCEv2 RC
+// queue pair (wire/rc_qp.hpp) whose packets leave through SoftNicOptions::port; that QP's peer
+// executes them on its own PE's memory and answers. Its completions are written in posting order
+// as the requester retires them; the first error (a NAK, retry exhaustion) puts the QP in the
+// error state and the requests behind it complete flushed, as on a NIC. The adversary and the
+// fault injection's error/drop items do not apply to wire QPs: the network is their adversary.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/host/softnic/adversary.hpp"
 #include "backend/host/softnic/codec.hpp"
 #include "backend/host/softnic/pe_locks.hpp"
+#include "backend/host/wire/rc_qp.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
 
@@ -64,6 +78,7 @@ struct LocalRegion {
   uint64_t base;
   uint64_t bytes;
   uint32_t lkey;
+  bool remote = true;  // registered for remote access: a wire peer may name it by this key
 };
 
 struct MemoryTable {
@@ -75,6 +90,19 @@ struct ServedEndpoint {
   state::RdmaEndpoint* ep;
   int target_pe;             // the PE whose memory this QP's remote addresses name
   uint32_t initial_psn = 0;  // the QP's initial send PSN (ibv_qp_attr::sq_psn at RTS), 24 bits
+  // Set: the target PE is on another node, reached on the wire by a QP with these attributes
+  // (its sq_psn is initial_psn).
+  std::optional<wire::QpAttributes> wire;
+};
+
+// Where the wire QPs' datagrams leave and arrive (backend/host/softnic_network.cpp: an IpPort; a
+// test: memory). send() drops what the network cannot take, as a switch would.
+class WirePort : public wire::Link {
+ public:
+  // One waiting datagram into `buffer`: its size, or 0 when none is waiting. Never blocks.
+  virtual size_t receive(std::span<uint8_t> buffer) = 0;
+  // A descriptor that polls readable when a datagram waits (the idle NIC sleeps on it); -1: none.
+  virtual int fd() const { return -1; }
 };
 
 struct Faults {
@@ -100,6 +128,7 @@ struct SoftNicOptions {
   const PeLocks* private_locks = nullptr;  // atomics on registered buffers; must outlive the NIC
   // False: a NIC that reports atomic_cap IBV_ATOMIC_NONE, which fails every atomic WQE.
   bool atomics = true;
+  WirePort* port = nullptr;  // the wire QPs' port; must outlive the NIC
 };
 
 class SoftNic {
@@ -129,6 +158,10 @@ class SoftNic {
   uint64_t executed() const { return executed_.load(std::memory_order_relaxed); }
   // What the adversarial mode did so far (read after stop(), or as a racy snapshot).
   AdversaryStats adversary_stats() const;
+  // Endpoint i's wire QP counters (zero for a QP that is not on the wire); read after stop().
+  wire::QpStats wire_stats(size_t i) const;
+  // Datagrams the port delivered that no served wire QP is addressed by (read after stop()).
+  uint64_t wire_unclaimed() const { return wire_unclaimed_; }
 
  private:
   struct Queue {
@@ -140,11 +173,44 @@ class SoftNic {
     bool broken = false;    // the QP is in the error state
     std::string error;      // guarded by mutex_
     AdversaryQueue adv;     // adversarial mode only
+    // On the wire: the RC QP, and the WQEs posted to it and not yet completed, in order. A WQE
+    // that fails a local check waits in local_error until those before it complete.
+    std::unique_ptr<wire::RcQp> rc;
+    struct Posted {
+      provider::WorkRequest wr;
+      uint64_t old = 0;          // an atomic's result, landed as the provider lands it
+      uint8_t inline_data[256];  // an inline write's bytes, kept for retransmission
+    };
+    std::deque<Posted> on_wire;
+    struct LocalError {
+      uint64_t index;
+      provider::WorkRequest wr;
+      CompletionStatus status;
+      std::string why;
+    };
+    std::optional<LocalError> local_error;
+  };
+  // The wire responder's view of this PE's memory: the local regions open to remote access.
+  class Responder final : public wire::ResponderMemory {
+   public:
+    explicit Responder(const SoftNic& nic) : nic_(nic) {}
+    uint8_t* resolve(uint32_t rkey, uint64_t addr, uint64_t bytes, std::string* why) override;
+
+   private:
+    const SoftNic& nic_;
   };
 
   void run();
   bool service(Queue& q);
   bool flush(Queue& q);
+  // The wire (wire_queues.cpp): one wire QP's doorbells and completions, and the port's datagrams.
+  bool service_wire(Queue& q, Clock::time_point now);
+  bool post_wire(Queue& q, Clock::time_point now);
+  bool complete_wire(Queue& q);
+  bool receive_wire(Clock::time_point now);
+  void wait_for_wire(uint32_t us);
+  // A decoded WQE as the wire QP's request, after the local checks a NIC makes before sending.
+  CompletionStatus wire_request(Queue::Posted& posted, wire::Request* request, std::string* why);
   // Decodes WQE `index` and checks what the NIC checks before executing it (its QP, the PSN
   // sequence, an injected error). On failure returns the status and says why.
   CompletionStatus decode_checked(Queue& q, uint64_t index, provider::WorkRequest* wr,
@@ -188,6 +254,9 @@ class SoftNic {
 
   const Codec& codec_;
   std::vector<Queue> queues_;
+  std::unordered_map<uint32_t, size_t> wire_queues_;  // a wire QP's number -> its queue
+  Responder responder_{*this};
+  uint64_t wire_unclaimed_ = 0;
   MemoryTable memory_;
   SoftNicOptions options_;
   std::atomic<bool> stop_{false};

@@ -45,10 +45,10 @@ enum class RequestOp : uint8_t { kWrite, kRead, kFetchAdd, kCompareSwap };
 struct Request {
   uint64_t id = 0;  // the SQ index; echoed in its Completion
   RequestOp op = RequestOp::kWrite;
-  uint8_t width = 8;       // atomics: 8, or 4 (MLX5's masked atomics)
+  uint8_t width = 8;         // atomics: 8, or 4 (MLX5's masked atomics)
   uint8_t* local = nullptr;  // write: the source (read again on retransmission); read: where the
                              // data lands; atomic: where the old value lands, host order
-  uint32_t bytes = 0;      // write/read length; atomics: width
+  uint32_t bytes = 0;        // write/read length; atomics: width
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
   uint64_t operand = 0;  // fetch-add: the addend; compare-swap: the swap value
@@ -92,13 +92,13 @@ class Link {
 // Counters, for tests and the closing diagnostics.
 struct QpStats {
   uint64_t packets_sent = 0, packets_received = 0;
-  uint64_t retransmitted = 0;          // packets sent again (timer or NAK)
-  uint64_t timeouts = 0;               // retransmission timer expiries
+  uint64_t retransmitted = 0;  // packets sent again (timer or NAK)
+  uint64_t timeouts = 0;       // retransmission timer expiries
   uint64_t naks_sent = 0, naks_received = 0;
-  uint64_t acks_sent = 0;              // ACK packets (coalesced: fewer than requests)
-  uint64_t duplicates_received = 0;    // requests with a PSN already executed
-  uint64_t atomics_replayed = 0;       // duplicate atomics answered from the saved result
-  uint64_t dropped = 0;                // received packets discarded (bad ICRC, wrong QP, ...)
+  uint64_t acks_sent = 0;            // ACK packets (coalesced: fewer than requests)
+  uint64_t duplicates_received = 0;  // requests with a PSN already executed
+  uint64_t atomics_replayed = 0;     // duplicate atomics answered from the saved result
+  uint64_t dropped = 0;              // received packets discarded (bad ICRC, wrong QP, ...)
 };
 
 class RcQp {
