@@ -18,6 +18,7 @@
 #include "mori/host/launch.hpp"
 #include "mori/shmem.hpp"
 #include "mori/shmem/device_api.hpp"
+#include "test_init.hpp"
 #include "unit/sanitized.hpp"
 
 namespace mori::test {
@@ -88,7 +89,7 @@ struct Session {
   explicit Session(const char* heap = "64M") {
     setenv("MORI_SHMEM_HEAP_SIZE", heap, 1);
     if (!std::getenv("MORI_SHMEM_TIMEOUT_MS")) setenv("MORI_SHMEM_TIMEOUT_MS", "20000", 1);
-    REQUIRE_MESSAGE(shmem::init() == 0, shmem::last_error());
+    REQUIRE_MESSAGE(shmem::test_init() == 0, shmem::last_error());
     me = shmem::my_pe();
     n = shmem::n_pes();
   }

@@ -5,13 +5,23 @@
 // the place and the expression, and ends the whole job with MPI_Abort. A rank that failed would
 // otherwise go on, and its partners could wait for it in MPI or in a device wait until the ctest
 // timeout (mpi.fast_failure.np2 proves the job ends in seconds).
+//
+// Nodes as network namespaces (scripts/netns.sh, tests/netns): with MORI_TEST_NETNS=<prefix> set,
+// each rank enters node rank / MORI_TEST_PES_PER_NODE (default 2) before any test runs, so that
+// mori sees separate hosts whose software NICs reach each other only over the namespaces' wire.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <mpi.h>
+#include <sched.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 namespace {
 
@@ -65,6 +75,55 @@ struct AbortOnFailure : doctest::IReporter {
   const char* test_case_ = nullptr;
 };
 
+[[noreturn]] void netns_abort(int rank, const std::string& cause) {
+  std::fprintf(stderr, "mpi test: rank %d: netns hook: %s\n", rank, cause.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return; the compiler does not know it
+}
+
+// MORI_TEST_NETNS=<prefix>: this rank becomes local PE rank % ppn of node rank / ppn. Its network
+// namespace is /run/netns/<prefix><node>; its own UTS namespace gets the hostname <prefix><node>,
+// since mori tells nodes apart by hostname and boot_id (src/runtime/node.cpp) and boot_id is the
+// same for every namespace. Then eth0 carries the bootstrap and nic<local> is the software NIC.
+// MPI's shared-memory transport (btl vader) and its launcher's connections were opened before and
+// are untouched: a socket stays in the namespace it was created in.
+void enter_netns(int rank) {
+  const char* prefix = std::getenv("MORI_TEST_NETNS");
+  if (prefix == nullptr || *prefix == 0) return;
+  int ppn = 2;
+  if (const char* text = std::getenv("MORI_TEST_PES_PER_NODE"); text != nullptr && *text != 0) {
+    char* end = nullptr;
+    const long value = std::strtol(text, &end, 10);
+    if (*end != 0 || value < 1 || value > 250) {
+      netns_abort(rank, std::string("MORI_TEST_PES_PER_NODE=\"") + text + "\" is not 1..250");
+    }
+    ppn = static_cast<int>(value);
+  }
+  const std::string node = prefix + std::to_string(rank / ppn);
+  const std::string path = "/run/netns/" + node;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    netns_abort(rank, "open " + path + ": " + std::strerror(errno) + " (scripts/netns.sh up " +
+                          prefix + " <nodes> " + std::to_string(ppn) + " first)");
+  }
+  if (setns(fd, CLONE_NEWNET) != 0) {
+    const int error = errno;
+    close(fd);
+    netns_abort(rank, "setns " + path + ": " + std::strerror(error));
+  }
+  close(fd);
+  if (unshare(CLONE_NEWUTS) != 0)
+    netns_abort(rank, std::string("unshare(CLONE_NEWUTS): ") + std::strerror(errno));
+  if (sethostname(node.c_str(), node.size()) != 0) {
+    netns_abort(rank, "sethostname " + node + ": " + std::strerror(errno));
+  }
+  const std::string nic = "nic" + std::to_string(rank % ppn);
+  setenv("MORI_SOCKET_IFNAME", "eth0", 1);
+  setenv("MORI_SOFTNIC_IFNAME", nic.c_str(), 1);
+  setenv("MORI_TEST_UID_BOOTSTRAP", "1", 1);
+}
+
 }  // namespace
 
 DOCTEST_REGISTER_LISTENER("mpi_abort_on_failure", 1, AbortOnFailure);
@@ -72,6 +131,7 @@ DOCTEST_REGISTER_LISTENER("mpi_abort_on_failure", 1, AbortOnFailure);
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const int rank = world_rank();
+  enter_netns(rank);
   doctest::Context context(argc, argv);
   if (rank != 0) context.setOption("minimal", true);
   const int failed = context.run();
