@@ -160,6 +160,11 @@ capture() {
 capture_stop() {
   local pid=$1 i
   [[ "$pid" =~ ^[0-9]+$ ]] || die "capture-stop: '$pid' is not a pid"
+  kill -0 "$pid" 2>/dev/null || return 0
+  # libpcap's TPACKET_V3 ring hands dumpcap a block of packets only when it is full or its timeout (dumpcap's 250
+  # ms read timeout) expires, and a stopped dumpcap does not read the block still open: without this wait the
+  # datagrams of the last quarter second before the stop are missing from the file.
+  sleep 0.6
   kill -INT "$pid" 2>/dev/null || return 0
   # SIGINT: tshark flushes the file and exits; it is not our child here, so poll instead of wait.
   for ((i = 0; i < 100; i++)); do
