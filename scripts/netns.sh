@@ -81,7 +81,8 @@ up() {
   down "$prefix"
   local br="$prefix-br" i j node peer
   ip netns add "$br"
-  ip netns exec "$br" sh -c 'echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6'
+  # shellcheck disable=SC2016  # $f is the inner shell's
+  ip netns exec "$br" sh -c 'for f in all default; do echo 1 >/proc/sys/net/ipv6/conf/$f/disable_ipv6; done'
   ip -n "$br" link set lo up
   ip -n "$br" link add br0 type bridge stp_state 0 forward_delay 0
   ip -n "$br" link set br0 mtu "$mtu" up
