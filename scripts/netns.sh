@@ -81,7 +81,8 @@ up() {
   down "$prefix"
   local br="$prefix-br" i j node peer
   ip netns add "$br"
-  ip netns exec "$br" sh -c 'echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6'
+  # shellcheck disable=SC2016  # $f is the inner shell's
+  ip netns exec "$br" sh -c 'for f in all default; do echo 1 >/proc/sys/net/ipv6/conf/$f/disable_ipv6; done'
   ip -n "$br" link set lo up
   ip -n "$br" link add br0 type bridge stp_state 0 forward_delay 0
   ip -n "$br" link set br0 mtu "$mtu" up
@@ -160,6 +161,11 @@ capture() {
 capture_stop() {
   local pid=$1 i
   [[ "$pid" =~ ^[0-9]+$ ]] || die "capture-stop: '$pid' is not a pid"
+  kill -0 "$pid" 2>/dev/null || return 0
+  # libpcap's TPACKET_V3 ring hands dumpcap a block of packets only when it is full or its timeout (dumpcap's 250
+  # ms read timeout) expires, and a stopped dumpcap does not read the block still open: without this wait the
+  # datagrams of the last quarter second before the stop are missing from the file.
+  sleep 0.6
   kill -INT "$pid" 2>/dev/null || return 0
   # SIGINT: tshark flushes the file and exits; it is not our child here, so poll instead of wait.
   for ((i = 0; i < 100; i++)); do

@@ -4,7 +4,7 @@
 // nic0 and nic1 and node 1's nic0 their ports without a second process to synchronise with.
 //   - datagrams built here (IPv4 with a nonzero id, UDP to 4791, a payload) arrive byte-exact;
 //   - a datagram to node 0's nic1 reaches nic1's port and not nic0's (the socket filter);
-//   - one from nic0 to nic1 of the same node arrives too (over lo);
+//   - one from nic0 to nic1 of the same node arrives too (over the bridge: accept_local);
 //   - the receiving node sends no ICMP port unreachable (the sink socket);
 //   - errors: an unknown interface, an address no interface has, a datagram over the MTU.
 // Prints the ids it sent to node 1 ("sent ids: ..."), for the capture check in ip_port.sh.
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   check(a->receive(spare) == 0, "node 0 nic0 received a datagram not addressed to it");
   check(a1->receive(spare) == 0, "node 0 nic1 received a datagram not addressed to it");
 
-  // Node 0 nic0 -> node 0 nic1: the same node, over lo.
+  // Node 0 nic0 -> node 0 nic1: the same node, out of nic0 and back in on nic1.
   const std::vector<uint8_t> local = datagram(n0nic0, n0nic1, 0x4f01, 64);
   check(a->send(local, &why), "send nic0 -> nic1 in node 0: " + why);
   check(wait_receive(*a1) == local, "node 0 nic1 did not receive node 0 nic0's datagram");

@@ -177,7 +177,10 @@ Status IpPort::open(uint32_t address, std::unique_ptr<IpPort>* out) {
   // Receiving: a raw UDP socket gets a copy of every UDP datagram the namespace receives, IPv4
   // header first. The filter keeps those to this address and port 4791 (other PEs of the node
   // have their own ports) and drops fragments (the NIC never sends any). It is not bound to the
-  // interface: a datagram from a PE of the same node arrives on lo, not on the NIC's veth.
+  // interface: the filter's destination is what tells the PEs of a node apart, and a datagram from
+  // a sender of the same host that is not bound to a device arrives on lo, not on the NIC's veth.
+  // (Between two ports of one node namespace the datagram crosses the bridge: the sender is bound
+  // to its veth, and netns.sh sets accept_local for the local source address it comes back with.)
   port->receive_fd_ = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_UDP);
   if (port->receive_fd_ < 0) return Status::error(errno_text("raw receive socket", errno));
   large_buffer(port->receive_fd_, SO_RCVBUFFORCE, SO_RCVBUF);
