@@ -42,7 +42,9 @@ class IpWirePort final : public softnic::WirePort {
     std::string why;
     if (ip_.send(datagram, &why) || logged_) return;
     logged_ = true;
-    std::fprintf(stderr, "%sa datagram of %zu bytes was not sent (%s); later ones are lost too\n",
+    std::fprintf(stderr,
+                 "%sa datagram of %zu bytes was not sent (%s): lost, as any the network refuses "
+                 "(logged once; the QP retransmits or fails with retry exceeded)\n",
                  prefix_.c_str(), datagram.size(), why.c_str());
   }
   size_t receive(std::span<uint8_t> buffer) override { return ip_.receive(buffer); }
