@@ -22,7 +22,7 @@ packages=(
   # the wire tests: tshark decodes our RoCEv2 packets, zlib's CRC-32 checks their ICRC, ip makes the
   # network namespaces and bridges the nodes live on
   tshark zlib1g-dev iproute2
-  nftables  # netns.wire_capture drops one packet with an nftables rule (tests/netns/wire_capture.sh)
+  nftables iputils-ping  # the netns tests: nft drops chosen packets (tests/netns/wire_capture.sh), ping checks the nodes
   # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
 )

@@ -170,6 +170,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     options.atomics = atomic_cap_ != runtime::AtomicCap::kNone;
     options.nic_id = static_cast<uint64_t>(rt_.rank);  // the adversary: each PE its own choices
     if (wire_) options.port = &wire_->port();
+    options.pe = rt_.rank;
     options.log_prefix =
         "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + state::nic_name(nic_) + "): ";
     softnic_ =
@@ -194,7 +195,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     *lkey = key_for(rt_.rank, serial);
     rkeys->assign(rt_.n_pes, 0);
     MORI_TRY(rt_.boot->allgather(lkey, rkeys->data(), sizeof *lkey));
-    local_.push_back({base, bytes, *lkey});
+    local_.push_back({base, bytes, *lkey, true, true});
     for (int pe = 0; pe < rt_.n_pes; ++pe) {
       if (on_wire_[pe]) continue;  // reached through its own NIC, which knows its keys
       // Private memory of a process, this one's included (a loopback QP: AMOs routed over RDMA,

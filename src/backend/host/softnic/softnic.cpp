@@ -117,7 +117,9 @@ Status SoftNic::start() {
 
 void SoftNic::stop() {
   stop_.store(true, std::memory_order_relaxed);
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  if (std::getenv("MORI_SOFTNIC_WIRE_STATS")) log_wire_stats();
 }
 
 void SoftNic::set_memory(MemoryTable memory) {

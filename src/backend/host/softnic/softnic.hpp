@@ -79,6 +79,9 @@ struct LocalRegion {
   uint64_t bytes;
   uint32_t lkey;
   bool remote = true;  // registered for remote access: a wire peer may name it by this key
+  // A registered buffer: other PEs' NICs reach it through this process with a locked
+  // read-modify-write (pe_locks.hpp), so the wire responder's atomics on it take that lock too.
+  bool private_memory = false;
 };
 
 struct MemoryTable {
@@ -129,6 +132,7 @@ struct SoftNicOptions {
   // False: a NIC that reports atomic_cap IBV_ATOMIC_NONE, which fails every atomic WQE.
   bool atomics = true;
   WirePort* port = nullptr;  // the wire QPs' port; must outlive the NIC
+  int pe = 0;                // this NIC's PE: the wire responder locks private_locks' entry of it
 };
 
 class SoftNic {
@@ -195,9 +199,12 @@ class SoftNic {
    public:
     explicit Responder(const SoftNic& nic) : nic_(nic) {}
     uint8_t* resolve(uint32_t rkey, uint64_t addr, uint64_t bytes, std::string* why) override;
+    bool begin_atomic(const uint8_t* at, std::string* why) override;
+    void end_atomic(const uint8_t* at) override;
 
    private:
     const SoftNic& nic_;
+    bool locked_ = false;  // between begin_atomic and end_atomic: the PE's lock is held
   };
 
   void run();
@@ -208,6 +215,8 @@ class SoftNic {
   bool post_wire(Queue& q, Clock::time_point now);
   bool complete_wire(Queue& q);
   bool receive_wire(Clock::time_point now);
+  // MORI_SOFTNIC_WIRE_STATS set: one line per wire QP at stop(), its counters (wire/rc_qp.hpp).
+  void log_wire_stats() const;
   void wait_for_wire(uint32_t us);
   // A decoded WQE as the wire QP's request, after the local checks a NIC makes before sending.
   CompletionStatus wire_request(Queue::Posted& posted, wire::Request* request, std::string* why);

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "backend/host/softnic/softnic.hpp"
@@ -49,6 +50,42 @@ uint8_t* SoftNic::Responder::resolve(uint32_t rkey, uint64_t addr, uint64_t byte
   *why = "rkey " + std::to_string(rkey) + " does not cover " + std::to_string(bytes) +
          " bytes at " + std::to_string(addr);
   return nullptr;
+}
+
+// Atomics on a registered buffer of this PE take its lock, as every other NIC's do on it
+// (private_atomic in softnic.cpp); the heap is shared memory, where CPU atomics are enough.
+bool SoftNic::Responder::begin_atomic(const uint8_t* at, std::string* why) {
+  bool locked_memory = false;
+  {
+    std::lock_guard<std::mutex> lock(nic_.memory_mutex_);
+    const uint64_t a = reinterpret_cast<uint64_t>(at);
+    for (const LocalRegion& r : nic_.memory_.local)
+      locked_memory |= r.private_memory && inside(a, 1, r.base, r.bytes);
+  }
+  locked_ = locked_memory && nic_.options_.private_locks != nullptr;
+  return !locked_ || nic_.options_.private_locks->lock(nic_.options_.pe, why);
+}
+
+void SoftNic::Responder::end_atomic(const uint8_t*) {
+  if (locked_) nic_.options_.private_locks->unlock(nic_.options_.pe);
+  locked_ = false;
+}
+
+void SoftNic::log_wire_stats() const {
+  for (const Queue& q : queues_) {
+    if (!q.rc) continue;
+    const wire::QpStats& s = q.rc->stats();
+    std::fprintf(stderr,
+                 "%sqp %u to PE %d: sent %llu, received %llu, retransmitted %llu, timeouts %llu, "
+                 "NAKs sent %llu received %llu, ACKs %llu, duplicates %llu, atomics replayed "
+                 "%llu, dropped %llu\n",
+                 options_.log_prefix.c_str(), q.served.ep->qpn, q.served.target_pe,
+                 (unsigned long long)s.packets_sent, (unsigned long long)s.packets_received,
+                 (unsigned long long)s.retransmitted, (unsigned long long)s.timeouts,
+                 (unsigned long long)s.naks_sent, (unsigned long long)s.naks_received,
+                 (unsigned long long)s.acks_sent, (unsigned long long)s.duplicates_received,
+                 (unsigned long long)s.atomics_replayed, (unsigned long long)s.dropped);
+  }
 }
 
 wire::QpStats SoftNic::wire_stats(size_t i) const {
@@ -140,6 +177,16 @@ bool SoftNic::complete_wire(Queue& q) {
   wire::Completion c;
   while (q.rc->poll(&c)) {
     progress = true;
+    if (q.on_wire.empty() || c.id != q.on_wire.front().wr.index) {
+      // RcQp retires in posting order; anything else would land results in the wrong WQE's bytes.
+      const uint64_t expected = q.on_wire.empty() ? q.next : q.on_wire.front().wr.index;
+      WorkRequest wr{};
+      wr.index = expected;
+      fail_queue(q, expected, wr, CompletionStatus::kGeneral,
+                 "the wire QP retired WQE " + std::to_string(c.id) + " before WQE " +
+                     std::to_string(expected));
+      return true;
+    }
     Queue::Posted posted = q.on_wire.front();
     q.on_wire.pop_front();
     const WorkRequest& wr = posted.wr;

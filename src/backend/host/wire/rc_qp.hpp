@@ -78,6 +78,12 @@ class ResponderMemory {
  public:
   virtual ~ResponderMemory() = default;
   virtual uint8_t* resolve(uint32_t rkey, uint64_t addr, uint64_t bytes, std::string* why) = 0;
+  // Around each atomic the responder executes at `at` (a resolved address): memory that other
+  // NICs update with a locked read-modify-write rather than CPU atomics (the software NIC's
+  // registered buffers, softnic/pe_locks.hpp) is locked here. False, with why: the atomic fails
+  // with a remote operational error.
+  virtual bool begin_atomic(const uint8_t* /*at*/, std::string* /*why*/) { return true; }
+  virtual void end_atomic(const uint8_t* /*at*/) {}
 };
 
 // Where packets go: one whole IPv4 datagram (IPv4 header, UDP, BTH, ..., ICRC) per call.

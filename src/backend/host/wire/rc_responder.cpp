@@ -214,7 +214,12 @@ bool Responder::atomic(const Packet& p, uint64_t* original) {
     nak(NakCode::kInvalidRequest, p.psn, "atomic target misaligned in memory");
     return false;
   }
-  // The target PE's own threads update the same words with atomics: so does the responder.
+  // The target PE's own threads update the same words with atomics: so does the responder, inside
+  // whatever lock the memory's other writers take (ResponderMemory::begin_atomic).
+  if (!memory_.begin_atomic(at, &why)) {
+    nak(NakCode::kRemoteOperationalError, p.psn, "atomic: " + why);
+    return false;
+  }
   const bool add = p.opcode == BthOpcode::kFetchAdd || p.opcode == BthOpcode::kFetchAdd32;
   if (narrow) {
     std::atomic_ref<uint32_t> word(*reinterpret_cast<uint32_t*>(at));
@@ -237,6 +242,7 @@ bool Responder::atomic(const Packet& p, uint64_t* original) {
     }
     *original = old;
   }
+  memory_.end_atomic(at);
   return true;
 }
 
