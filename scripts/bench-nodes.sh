@@ -54,6 +54,7 @@ else
 fi
 "$build/bench/veth_bw" --ns-a "${prefix}0" --ns-b "${prefix}1" "${veth[@]}" --json >"$out/veth.json"
 
+# shellcheck disable=SC2054  # "self,vader" is one argument
 mpirun=(mpirun --oversubscribe --mca btl self,vader --bind-to none -np 2)
 [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
 export MORI_TEST_NETNS=$prefix MORI_TEST_PES_PER_NODE=1
