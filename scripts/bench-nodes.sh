@@ -58,7 +58,8 @@ fi
 mpirun=(mpirun --oversubscribe --mca btl self,vader --bind-to none -np 2)
 [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
 export MORI_TEST_NETNS=$prefix MORI_TEST_PES_PER_NODE=1
-export MORI_SHMEM_BOOTSTRAP_TIMEOUT=${MORI_SHMEM_BOOTSTRAP_TIMEOUT:-20} MORI_SHMEM_TIMEOUT_MS=${MORI_SHMEM_TIMEOUT_MS:-20000}
+export MORI_SHMEM_BOOTSTRAP_TIMEOUT=${MORI_SHMEM_BOOTSTRAP_TIMEOUT:-20}
+export MORI_SHMEM_TIMEOUT_MS=${MORI_SHMEM_TIMEOUT_MS:-20000}
 for provider in $providers; do
   for program in put_latency get_latency atomic_latency put_bw get_bw; do
     case "$program" in
