@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -15,6 +16,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
+
+#include "../tests/netns/join.hpp"
+#include "../tests/netns/uid_init.hpp"
 
 namespace mori::bench {
 
@@ -120,8 +124,35 @@ double timed_launch(const Run& run, const LaneMain& lane_main) {
                                     *std::min_element(start.begin(), start.end()));
 }
 
+namespace {
+
+// Whether this PE and its partner are on different nodes: their hostnames differ (mori's own test
+// of a node also compares boot_id, which every network namespace shares).
+bool partner_elsewhere(int me, int peer) {
+  char host[65] = {};
+  gethostname(host, sizeof(host) - 1);
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  std::vector<char> all(65 * static_cast<size_t>(n));
+  MPI_Allgather(host, 65, MPI_CHAR, all.data(), 65, MPI_CHAR, MPI_COMM_WORLD);
+  return std::strcmp(&all[65 * me], &all[65 * peer]) != 0;
+}
+
+}  // namespace
+
 int run_main(int argc, char** argv, const Spec& spec, const Measure& measure) {
   MPI_Init(&argc, &argv);
+  // Nodes as network namespaces (MORI_TEST_NETNS, tests/netns/join.hpp), as the MPI tests: with
+  // MORI_TEST_PES_PER_NODE=1 the pair 0-1 is two nodes, and its software NICs talk RoCEv2.
+  {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::string why;
+    if (!netns::join(rank, &why)) {
+      std::fprintf(stderr, "%s: rank %d: %s\n", spec.name, rank, why.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
   Options opt;
   std::string b = "8", e = "1M";
   CLI::App app{std::string(spec.name) + ": mori shmem benchmark (mpirun -np 2)"};
@@ -176,7 +207,7 @@ int run_main(int argc, char** argv, const Spec& spec, const Measure& measure) {
   if (opt.qps) setenv("MORI_NUM_QP_PER_PE", std::to_string(opt.qps).c_str(), 1);
   const size_t heap = ((2 * units * opt.max_size + 64 * units) >> 20) + 64;
   setenv("MORI_SHMEM_HEAP_SIZE", (std::to_string(heap) + "M").c_str(), 0);
-  if (shmem::init() != 0) {
+  if (netns::init_in_node() != 0) {
     std::fprintf(stderr, "%s: init failed: %s\n", spec.name, shmem::last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -189,6 +220,7 @@ int run_main(int argc, char** argv, const Spec& spec, const Measure& measure) {
   run.opt = &opt;
   run.me = shmem::my_pe(), run.npes = shmem::n_pes();
   run.peer = run.me ^ 1;  // PEs work in pairs: 0 with 1, 2 with 3, ...
+  const bool between_nodes = partner_elsewhere(run.me, run.peer);
   run.block = block, run.units = units, run.qps = shmem::num_qp_per_pe();
   const size_t slots = units * opt.max_size;
   run.src = static_cast<char*>(shmem::malloc(slots));
@@ -207,11 +239,11 @@ int run_main(int argc, char** argv, const Spec& spec, const Measure& measure) {
 
   if (run.me == 0 && !opt.json) {
     std::printf(
-        "# %s: %d PEs, %s%s, %s scope, grid %u x block %u (%d units), %d QPs, %d reps: "
+        "# %s: %d PEs%s, %s%s, %s scope, grid %u x block %u (%d units), %d QPs, %d reps: "
         "median (min - max)\n",
-        spec.name, run.npes, opt.transport.c_str(),
-        opt.transport == "rdma" ? (" " + opt.provider).c_str() : "", opt.scope.c_str(), opt.grid,
-        block, units, run.qps, opt.reps);
+        spec.name, run.npes, between_nodes ? " (PE 0 and PE 1 on two nodes)" : "",
+        opt.transport.c_str(), opt.transport == "rdma" ? (" " + opt.provider).c_str() : "",
+        opt.scope.c_str(), opt.grid, block, units, run.qps, opt.reps);
     const bool bw = spec.figure == Figure::kBandwidth;
     std::printf("%12s %8s %8s %12s %22s%s\n", "size(B)", "scope", "iters",
                 bw ? "BW GB/s" : "lat us", "min - max", bw ? "       Mops/PE" : "");
@@ -277,6 +309,7 @@ int run_main(int argc, char** argv, const Spec& spec, const Measure& measure) {
                            {"qps", run.qps},
                            {"bidir", opt.bidir}};
         if (bw) row["mops"] = rate.median;
+        if (between_nodes) row["between_nodes"] = true;
         std::printf("%s\n", row.dump().c_str());
       } else {
         std::printf(

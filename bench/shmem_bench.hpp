@@ -11,6 +11,14 @@
 // meets the other lanes of the launch, then times the measured iterations with clock_ns(): thread
 // creation and the rendezvous are outside the timed span. The figure is the median over the
 // repetitions; the JSON lines add the minimum and maximum.
+//
+// Between nodes (network namespaces, scripts/netns.sh; scripts/bench-nodes.sh runs them so): with
+// MORI_TEST_NETNS=<prefix> and MORI_TEST_PES_PER_NODE=1, rank r enters node <prefix><r> as the MPI
+// tests do (tests/netns/join.hpp) and init bootstraps by unique ID over the nodes' eth0; with
+// --transport rdma the pair's software NICs then talk RoCEv2 over the veths.
+//
+//   MORI_TEST_NETNS=mori-bench MORI_TEST_PES_PER_NODE=1 mpirun -np 2 build/bench/put_latency \
+//       --transport rdma
 #pragma once
 
 #include <atomic>

@@ -11,17 +11,15 @@
 // mori sees separate hosts whose software NICs reach each other only over the namespaces' wire.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
-#include <fcntl.h>
 #include <mpi.h>
-#include <sched.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+
+#include "../netns/join.hpp"
 
 namespace {
 
@@ -82,46 +80,10 @@ struct AbortOnFailure : doctest::IReporter {
   std::abort();  // MPI_Abort does not return; the compiler does not know it
 }
 
-// MORI_TEST_NETNS=<prefix>: this rank becomes local PE rank % ppn of node rank / ppn. Its network
-// namespace is /run/netns/<prefix><node>; its own UTS namespace gets the hostname <prefix><node>,
-// since mori tells nodes apart by hostname and boot_id (src/runtime/node.cpp) and boot_id is the
-// same for every namespace. Then eth0 carries the bootstrap and nic<local> is the software NIC.
-// MPI's shared-memory transport (btl vader) and its launcher's connections were opened before and
-// are untouched: a socket stays in the namespace it was created in.
+// MORI_TEST_NETNS=<prefix>: this rank becomes a PE of its node (tests/netns/join.hpp).
 void enter_netns(int rank) {
-  const char* prefix = std::getenv("MORI_TEST_NETNS");
-  if (prefix == nullptr || *prefix == 0) return;
-  int ppn = 2;
-  if (const char* text = std::getenv("MORI_TEST_PES_PER_NODE"); text != nullptr && *text != 0) {
-    char* end = nullptr;
-    const long value = std::strtol(text, &end, 10);
-    if (*end != 0 || value < 1 || value > 250) {
-      netns_abort(rank, std::string("MORI_TEST_PES_PER_NODE=\"") + text + "\" is not 1..250");
-    }
-    ppn = static_cast<int>(value);
-  }
-  const std::string node = prefix + std::to_string(rank / ppn);
-  const std::string path = "/run/netns/" + node;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    netns_abort(rank, "open " + path + ": " + std::strerror(errno) + " (scripts/netns.sh up " +
-                          prefix + " <nodes> " + std::to_string(ppn) + " first)");
-  }
-  if (setns(fd, CLONE_NEWNET) != 0) {
-    const int error = errno;
-    close(fd);
-    netns_abort(rank, "setns " + path + ": " + std::strerror(error));
-  }
-  close(fd);
-  if (unshare(CLONE_NEWUTS) != 0)
-    netns_abort(rank, std::string("unshare(CLONE_NEWUTS): ") + std::strerror(errno));
-  if (sethostname(node.c_str(), node.size()) != 0) {
-    netns_abort(rank, "sethostname " + node + ": " + std::strerror(errno));
-  }
-  const std::string nic = "nic" + std::to_string(rank % ppn);
-  setenv("MORI_SOCKET_IFNAME", "eth0", 1);
-  setenv("MORI_SOFTNIC_IFNAME", nic.c_str(), 1);
-  setenv("MORI_TEST_UID_BOOTSTRAP", "1", 1);
+  std::string why;
+  if (!mori::netns::join(rank, &why)) netns_abort(rank, why);
 }
 
 }  // namespace

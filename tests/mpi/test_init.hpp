@@ -1,34 +1,13 @@
 // test_init(): the shmem::init() of the MPI tests, or, under the network-namespace hook of
-// mpi_main.cpp (MORI_TEST_UID_BOOTSTRAP=1), the unique-ID bootstrap: rank 0's get_unique_id()
-// listens on its node's eth0 (MORI_SOCKET_IFNAME), MPI carries the 128 bytes to every rank, and
-// each calls init_attr. MPI's own shared-memory transport does not cross the namespaces' TCP, so
-// the ranks of different "nodes" meet over the bridge as on separate hosts.
+// mpi_main.cpp (MORI_TEST_UID_BOOTSTRAP=1), the unique-ID bootstrap (tests/netns/uid_init.hpp,
+// shared with the benchmarks).
 #pragma once
 
-#include <mpi.h>
-
-#include <cstdlib>
-#include <cstring>
-
-#include "mori/shmem.hpp"
+#include "../netns/uid_init.hpp"
 
 namespace mori::shmem {
 
 // 0 on success, else shmem's error code (last_error() says why); MPI must be initialised.
-inline int test_init() {
-  const char* uid_bootstrap = std::getenv("MORI_TEST_UID_BOOTSTRAP");
-  if (uid_bootstrap == nullptr || std::strcmp(uid_bootstrap, "1") != 0) return init();
-  InitAttr attr;
-  MPI_Comm_rank(MPI_COMM_WORLD, &attr.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &attr.n_ranks);
-  int created = 0;
-  if (attr.rank == 0) created = get_unique_id(&attr.uid);
-  // Every rank learns whether rank 0 has an ID, so that none waits in init_attr for a listener
-  // that was never opened.
-  MPI_Bcast(&created, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (created != 0) return created;
-  MPI_Bcast(&attr.uid, sizeof(attr.uid), MPI_BYTE, 0, MPI_COMM_WORLD);
-  return init_attr(MORI_SHMEM_INIT_WITH_UNIQUEID, &attr);
-}
+inline int test_init() { return netns::init_in_node(); }
 
 }  // namespace mori::shmem
