@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# fault_case.sh <case> <nic> <wire_traffic> <wire_switch> <mpirun> [mpirun flags...]: one netns.fault_* test
+# (faults.cmake). Runs wire_traffic (4 ranks on the nodes of MORI_TEST_NETNS, every byte checked) over the software
+# NIC <nic> (mlx5, bnxt, ionic) while the wire misbehaves as <case> says, then prints the wire's counts (nft, the
+# switch, the nics) and puts the wire back as it was, pass or fail.
+#   loss1, loss10   nft drops 1% / 10% of the RoCE datagrams each node sends (data and ACKs alike)
+#   delay_jitter    the switch delays each RoCE frame 2 ms +- 1.5 ms (uniform): frames overtake each other
+#   duplicate       the switch sends 5% of the RoCE frames twice
+#   reorder         the switch holds every 10th RoCE frame back until 4 more have gone
+#   link_flap       node 1's nic0 (PE 2) goes down for 0.4 s mid-run, under the retry budget: traffic completes
+#   link_down       node 1's nic0 goes down for good mid-run: every PE fails within 30 s, no PE hangs, and the
+#                   PEs that talk to PE 2 name it and the QP in their errors
+# The retry budget of a request is 4.096 us * 2^MORI_RDMA_TIMEOUT * (MORI_RDMA_RETRY_CNT + 1), the timer restarting
+# on every acknowledged progress (IBTA 9.7.6.1.3): with t=12 and retry_cnt=7, 16.8 ms * 8 = 134 ms, well above the
+# switch's 3.5 ms worst delay, and cheap enough for a tail loss (one timer period) at 10% loss. link_flap uses t=15:
+# 134 ms * 8 = 1.07 s, above the 0.4 s the link is down.
+set -uo pipefail
+[ $# -ge 5 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
+case_name=$1 nic=$2 traffic=$3 switch_bin=$4
+shift 4
+mpirun=("$@")
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/netns/faults.sh
+. "$here/faults.sh"
+prefix=${MORI_TEST_NETNS:?MORI_TEST_NETNS names the nodes (ctest sets it)}
+work=$(mktemp -d "/tmp/mori-fault-$case_name.XXXXXX")
+switch_pid=""
+
+restore() {
+  fault_nft_clear "$prefix"
+  [ -z "$switch_pid" ] || fault_switch_stop "$prefix" "$switch_pid" "$work/switch.log" >/dev/null
+  fault_link "$prefix" 1 0 up 2>/dev/null
+  rm -rf "$work"
+}
+trap restore EXIT
+
+export MORI_TEST_PES_PER_NODE=${MORI_TEST_PES_PER_NODE:-2}
+export MORI_SHMEM_BOOTSTRAP_TIMEOUT=20 MORI_SHMEM_TIMEOUT_MS=20000 MORI_DISABLE_P2P=1 MORI_DEVICE_NIC=$nic
+export MORI_RDMA_TIMEOUT=12 MORI_RDMA_RETRY_CNT=7 WIRE_TRAFFIC_ROUNDS=10
+
+start_switch() {
+  switch_pid=$(fault_switch_start "$prefix" "$switch_bin" "$work/switch.log" --seed 42 "$@") || exit 1
+}
+
+fail() {
+  echo "fault_case.sh $case_name: FAIL: $*" >&2
+  exit 1
+}
+
+counts() {
+  echo "--- the wire ($case_name, $nic)"
+  fault_nft_counts "$prefix"
+  if [ -n "$switch_pid" ]; then
+    fault_switch_stop "$prefix" "$switch_pid" "$work/switch.log"
+    switch_pid=""
+  fi
+  fault_link_counts "$prefix"
+}
+
+# Runs the traffic in the background; its output goes to $work/out.
+run_traffic() {
+  "${mpirun[@]}" -np 4 "$traffic" >"$work/out" 2>&1 &
+  traffic_pid=$!
+}
+
+# Waits for the traffic; prints its output; gives its exit status.
+finish_traffic() {
+  wait "$traffic_pid"
+  local rc=$?
+  cat "$work/out"
+  return $rc
+}
+
+wait_ready() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    [ -e "$WIRE_TRAFFIC_READY" ] && return 0
+    kill -0 "$traffic_pid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+t0=$(date +%s.%N)
+case $case_name in
+  loss1 | loss10)
+    WIRE_TRAFFIC_ROUNDS=10
+    fault_nft_loss "$prefix" "${case_name#loss}" || fail "nft"
+    ;;
+  delay_jitter)
+    WIRE_TRAFFIC_ROUNDS=4
+    start_switch --delay-us "${FAULT_DELAY_US:-1000}" --jitter-us "${FAULT_JITTER_US:-100}"
+    ;;
+  duplicate) start_switch --duplicate 5 ;;
+  reorder)
+    WIRE_TRAFFIC_ROUNDS=5
+    start_switch --reorder 10,4
+    ;;
+  link_flap | link_down)
+    export MORI_RDMA_TIMEOUT=15 WIRE_TRAFFIC_ROUNDS=40 WIRE_TRAFFIC_READY="$work/ready" WIRE_TRAFFIC_READY_AFTER=2
+    if [ "$case_name" = link_down ]; then
+      export MORI_RDMA_TIMEOUT=12 WIRE_TRAFFIC_ROUNDS=100000 MORI_SHMEM_TIMEOUT_MS=5000
+    fi
+    ;;
+  *) fail "no case '$case_name'" ;;
+esac
+
+run_traffic
+case $case_name in
+  link_flap)
+    wait_ready || fail "the traffic ended before round 2: $(cat "$work/out")"
+    fault_link "$prefix" 1 0 down
+    sleep 0.4
+    fault_link "$prefix" 1 0 up
+    kill -0 "$traffic_pid" 2>/dev/null || fail "the traffic ended while the link was down (too few rounds)"
+    echo "fault_case.sh: node 1 nic0 (PE 2) was down for 0.4 s"
+    ;;
+  link_down)
+    wait_ready || fail "the traffic ended before round 2: $(cat "$work/out")"
+    fault_link "$prefix" 1 0 down
+    echo "fault_case.sh: node 1 nic0 (PE 2) down for good at $(date +%T.%N)"
+    # No PE may hang: the job must end by itself within 30 s (else it is killed, and the test fails).
+    for ((i = 0; i < 300; i++)); do
+      kill -0 "$traffic_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$traffic_pid" 2>/dev/null; then
+      kill -TERM "$traffic_pid"
+      finish_traffic
+      fail "the job still ran 30 s after the link went down (a PE hangs)"
+    fi
+    ;;
+esac
+finish_traffic
+rc=$?
+t1=$(date +%s.%N)
+counts
+elapsed=$(echo "$t1 - $t0" | bc)
+echo "fault_case.sh $case_name ($nic): mpirun exit $rc after $elapsed s"
+
+if [ "$case_name" != link_down ]; then
+  [ "$rc" -eq 0 ] || fail "the traffic failed (exit $rc)"
+  grep -q "every byte right" "$work/out" || fail "wire_traffic did not report every byte right"
+  if [ "$case_name" = link_flap ]; then
+    grep -q "was not sent" "$work/out" || fail "no send failed while the link was down: the flap missed the traffic"
+  fi
+  exit 0
+fi
+
+# link_down: failed, in time, with the peer and the QP named.
+[ "$rc" -ne 0 ] || fail "the job passed with PE 2's link down"
+out=$(cat "$work/out")
+for pattern in "${LINK_DOWN_PATTERNS[@]:-}"; do
+  grep -Eq -- "$pattern" <<<"$out" || fail "no /$pattern/ in the output"
+done
+exit 0
