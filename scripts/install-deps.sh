@@ -22,6 +22,8 @@ packages=(
   # the wire tests: tshark decodes our RoCEv2 packets, zlib's CRC-32 checks their ICRC, ip makes the
   # network namespaces and bridges the nodes live on
   tshark zlib1g-dev iproute2
+  # the wire's faults (tests/netns/faults.sh): nft drops a share of the RoCE datagrams (no sch_netem here)
+  nftables
   # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
 )

@@ -36,7 +36,7 @@ trap restore EXIT
 
 export MORI_TEST_PES_PER_NODE=${MORI_TEST_PES_PER_NODE:-2}
 export MORI_SHMEM_BOOTSTRAP_TIMEOUT=20 MORI_SHMEM_TIMEOUT_MS=20000 MORI_DISABLE_P2P=1 MORI_DEVICE_NIC=$nic
-export MORI_RDMA_TIMEOUT=12 MORI_RDMA_RETRY_CNT=7 WIRE_TRAFFIC_ROUNDS=10
+export MORI_RDMA_TIMEOUT=${FAULT_RDMA_TIMEOUT:-12} MORI_RDMA_RETRY_CNT=7 WIRE_TRAFFIC_ROUNDS=10
 
 start_switch() {
   switch_pid=$(fault_switch_start "$prefix" "$switch_bin" "$work/switch.log" --seed 42 "$@") || exit 1
@@ -89,7 +89,8 @@ case $case_name in
     ;;
   delay_jitter)
     WIRE_TRAFFIC_ROUNDS=4
-    start_switch --delay-us "${FAULT_DELAY_US:-1000}" --jitter-us "${FAULT_JITTER_US:-100}"
+    # shellcheck disable=SC2086  # FAULT_ORDER: empty or --keep-order
+    start_switch --delay-us "${FAULT_DELAY_US:-2000}" --jitter-us "${FAULT_JITTER_US:-1500}" ${FAULT_ORDER---keep-order}
     ;;
   duplicate) start_switch --duplicate 5 ;;
   reorder)
@@ -118,7 +119,8 @@ case $case_name in
   link_down)
     wait_ready || fail "the traffic ended before round 2: $(cat "$work/out")"
     fault_link "$prefix" 1 0 down
-    echo "fault_case.sh: node 1 nic0 (PE 2) down for good at $(date +%T.%N)"
+    t_down=$(date +%s.%N)
+    echo "fault_case.sh: node 1 nic0 (PE 2) down for good"
     # No PE may hang: the job must end by itself within 30 s (else it is killed, and the test fails).
     for ((i = 0; i < 300; i++)); do
       kill -0 "$traffic_pid" 2>/dev/null || break
@@ -147,10 +149,24 @@ if [ "$case_name" != link_down ]; then
   exit 0
 fi
 
-# link_down: failed, in time, with the peer and the QP named.
+# link_down: the job failed by itself (in time: else the loop above killed it and failed), and a PE that talks to
+# PE 2 over the wire (PE 0 or 1; PE 3 shares PE 2's node) says which request of which QP found no ACK from PE 2,
+# and its launch fails with the engine's error completion of that same QP naming PE 2.
 [ "$rc" -ne 0 ] || fail "the job passed with PE 2's link down"
-out=$(cat "$work/out")
-for pattern in "${LINK_DOWN_PATTERNS[@]:-}"; do
-  grep -Eq -- "$pattern" <<<"$out" || fail "no /$pattern/ in the output"
+ms=$(echo "4.096 * 2^$MORI_RDMA_TIMEOUT / 1000" | bc -l | xargs printf '%.3g')
+nic_line="mori: PE [01] software NIC \($nic\): qp ([0-9]+): WQE [0-9]+: no ACK for PSN 0x[0-9a-f]+ after"
+nic_line+=" $MORI_RDMA_RETRY_CNT retries of $ms ms \(on the wire to PE 2, qp [0-9]+\)"
+grep -Eq -- "$nic_line" "$work/out" || fail "no /$nic_line/ in the output"
+found=""
+for qp in $(grep -Eo -- "$nic_line" "$work/out" | sed -E 's/.*: qp ([0-9]+): WQE.*/\1/' | sort -u); do
+  completion="RDMA $nic error completion: transport retry counter exceeded \(status 0x15\) on WQE [0-9]+, qp $qp"
+  completion+=" posted [0-9]+, completed [0-9]+, cq consumed [0-9]+ \(PE 2\)"
+  if grep -Eq -- "$completion" "$work/out"; then
+    found=$qp
+    break
+  fi
 done
+[ -n "$found" ] || fail "no launch failed with the error completion of a QP to PE 2 that the software NIC named"
+echo "fault_case.sh link_down: the job failed $(echo "$t1 - $t_down" | bc) s after the link went down; qp $found to PE 2" \
+  "named by the software NIC and the launch's error"
 exit 0

@@ -10,3 +10,18 @@ target_compile_features(mori_netns_wire_traffic PRIVATE cxx_std_20)
 add_executable(mori_netns_wire_switch wire_switch.cpp)
 target_compile_features(mori_netns_wire_switch PRIVATE cxx_std_20)
 target_compile_options(mori_netns_wire_switch PRIVATE -Wall -Wextra)
+
+# One test a case; fault_case.sh says what each does and checks, and prints the wire's counts (nft's drops, the
+# switch's drops, duplicates and reorderings, the nics' packets). Every case over mlx5; one lossy case each over bnxt
+# and ionic. About 2-10 s each here; the timeouts leave room for a loaded machine.
+set(_fault_run ${CMAKE_CURRENT_SOURCE_DIR}/fault_case.sh)
+set(_fault_bins $<TARGET_FILE:mori_netns_wire_traffic> $<TARGET_FILE:mori_netns_wire_switch> ${MORI_MPIRUN}
+                ${MORI_MPIRUN_FLAGS})
+foreach(_case IN ITEMS loss1 loss10 delay_jitter duplicate reorder link_flap link_down)
+  mori_netns_test(NAME netns.fault_${_case} COMMAND ${_fault_run} ${_case} mlx5 ${_fault_bins} TIMEOUT 120
+                  PROCESSORS 2)
+endforeach()
+foreach(_nic IN ITEMS bnxt ionic)
+  mori_netns_test(NAME netns.fault_loss10_${_nic} COMMAND ${_fault_run} loss10 ${_nic} ${_fault_bins} TIMEOUT 120
+                  PROCESSORS 2)
+endforeach()

@@ -80,6 +80,9 @@ fault_switch_start() {
   done
   echo "faults.sh: wire_switch did not start: $(cat "$log")" >&2
   kill "$pid" 2>/dev/null
+  for port in $ports; do
+    ip -n "$prefix-br" link set "$port" master br0 up
+  done
   return 1
 }
 

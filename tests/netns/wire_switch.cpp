@@ -5,6 +5,8 @@
 //   wire_switch [options] <port>...
 //     --delay-us D --jitter-us J  each RoCE frame waits D +- J us (uniform, per frame: a frame may
 //                                 overtake the ones before it, as netem's jitter reorders)
+//     --keep-order                but never before an earlier frame from the same port (a path whose
+//                                 latency varies, as netem with a FIFO behind it)
 //     --reorder N,K               every Nth RoCE frame is held back until K more have gone (or 20 ms)
 //     --duplicate P               each RoCE frame is sent twice with probability P percent
 //     --loss P                    each RoCE frame is dropped with probability P percent
@@ -19,6 +21,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -46,6 +49,7 @@ void on_signal(int) { g_stop = 1; }
 
 struct Options {
   long delay_us = 0, jitter_us = 0;
+  bool keep_order = false;
   long reorder_every = 0, reorder_by = 0;
   double duplicate = 0, loss = 0;
   unsigned seed = 1;
@@ -69,7 +73,8 @@ struct Frame {
 
 struct Counts {
   uint64_t frames = 0, roce = 0, sent = 0, dropped = 0, duplicated = 0, delayed = 0, held = 0;
-  uint64_t overtaken = 0;  // RoCE frames sent before one that arrived earlier (reordered)
+  uint64_t overtaken = 0;  // RoCE frames sent before one from the same port that arrived earlier
+  uint64_t send_failed = 0;  // the kernel refused it (a full queue): lost
 };
 
 bool parse(int argc, char** argv, Options* o) {
@@ -80,6 +85,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->delay_us = std::atol(argv[++i]);
     } else if (a == "--jitter-us" && has_value) {
       o->jitter_us = std::atol(argv[++i]);
+    } else if (a == "--keep-order") {
+      o->keep_order = true;
     } else if (a == "--reorder" && has_value) {
       if (std::sscanf(argv[++i], "%ld,%ld", &o->reorder_every, &o->reorder_by) != 2) return false;
     } else if (a == "--duplicate" && has_value) {
@@ -140,14 +147,17 @@ class Switch {
     for (const Port& p : ports_) fds.push_back({p.fd, POLLIN, 0});
     std::vector<uint8_t> buffer(65536);
     while (!g_stop) {
-      int timeout_ms = 100;
+      // Sleeps until a frame is due, to the microsecond (it runs at real-time priority: a busy
+      // wait would take a core from the PEs).
+      long wait_us = 100000;
       if (!due_.empty()) {
-        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(
             due_.top().due - Clock::now());
-        timeout_ms = static_cast<int>(std::max<long>(0, std::min<long>(100, wait.count())));
+        wait_us = std::max<long>(0, std::min<long>(wait_us, wait.count()));
       }
-      if (!held_.empty()) timeout_ms = std::min(timeout_ms, 1);
-      const int ready = poll(fds.data(), fds.size(), timeout_ms);
+      if (!held_.empty()) wait_us = std::min<long>(wait_us, 1000);
+      const timespec timeout{wait_us / 1000000, wait_us % 1000000 * 1000};
+      const int ready = ppoll(fds.data(), fds.size(), &timeout, nullptr);
       if (ready < 0 && errno != EINTR) break;
       for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
         if (!(fds[i].revents & POLLIN)) continue;
@@ -169,9 +179,9 @@ class Switch {
   void print_counts() const {
     std::printf(
         "wire_switch: frames %llu, roce %llu, sent %llu, dropped %llu, duplicated %llu, delayed "
-        "%llu, held back %llu, reordered %llu\n",
+        "%llu, held back %llu, reordered %llu, send failed %llu\n",
         ull(c_.frames), ull(c_.roce), ull(c_.sent), ull(c_.dropped), ull(c_.duplicated),
-        ull(c_.delayed), ull(c_.held), ull(c_.overtaken));
+        ull(c_.delayed), ull(c_.held), ull(c_.overtaken), ull(c_.send_failed));
     std::fflush(stdout);
   }
 
@@ -209,6 +219,10 @@ class Switch {
         const long us = std::uniform_int_distribution<long>(o_.delay_us - o_.jitter_us,
                                                             o_.delay_us + o_.jitter_us)(rng_);
         g.due += std::chrono::microseconds(us);
+        if (o_.keep_order) {
+          Clock::time_point& last = last_due_[in];
+          g.due = last = std::max(g.due, last);
+        }
       }
       due_.push(std::move(g));
     }
@@ -226,8 +240,9 @@ class Switch {
 
   void forward(const Frame& f) {
     if (is_roce(f.bytes)) {
-      if (f.order < last_roce_order_) ++c_.overtaken;
-      last_roce_order_ = std::max(last_roce_order_, f.order);
+      uint64_t& last = last_order_[f.in];
+      if (f.order < last) ++c_.overtaken;
+      last = std::max(last, f.order);
     }
     Mac dst;
     std::memcpy(dst.data(), f.bytes.data(), 6);
@@ -237,6 +252,8 @@ class Switch {
       if (!(dst[0] & 1) && known != where_.end() && known->second != static_cast<int>(out)) continue;
       if (send(ports_[out].fd, f.bytes.data(), f.bytes.size(), 0) == static_cast<ssize_t>(f.bytes.size()))
         ++c_.sent;
+      else
+        ++c_.send_failed;
     }
   }
 
@@ -244,9 +261,11 @@ class Switch {
   std::vector<Port> ports_;
   std::mt19937_64 rng_;
   std::map<Mac, int> where_;
+  std::map<int, Clock::time_point> last_due_;  // by port, with --keep-order
   std::priority_queue<Frame, std::vector<Frame>, std::greater<Frame>> due_;
   std::deque<std::pair<Frame, uint64_t>> held_;  // with the sent count that releases it
-  uint64_t next_order_ = 0, roce_seen_ = 0, last_roce_order_ = 0;
+  std::map<int, uint64_t> last_order_;         // the latest arrival sent, by port
+  uint64_t next_order_ = 0, roce_seen_ = 0;
   Counts c_;
 };
 
@@ -256,7 +275,7 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, &o)) {
     std::fprintf(stderr,
-                 "usage: wire_switch [--delay-us D --jitter-us J (J <= D)] [--reorder N,K] "
+                 "usage: wire_switch [--delay-us D --jitter-us J (J <= D) [--keep-order]] [--reorder N,K] "
                  "[--duplicate P] [--loss P] [--seed S] [--ready FILE] <port> <port>...\n");
     return 2;
   }

@@ -8,6 +8,7 @@
 //   WIRE_TRAFFIC_ROUNDS=<n>       rounds (default 1)
 //   WIRE_TRAFFIC_READY=<file>     rank 0 creates it after round WIRE_TRAFFIC_READY_AFTER (default
 //                                 1), for the script that takes a link down mid-run
+//   WIRE_TRAFFIC_PARTS=<list>     which of puts, gets, adds to run (default all three)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -147,12 +148,14 @@ TEST_CASE("every byte of puts, gets and fetch-adds between every pair of PEs, ac
   const size_t rounds = env_size("WIRE_TRAFFIC_ROUNDS", 1);
   const size_t ready_after = env_size("WIRE_TRAFFIC_READY_AFTER", 1);
   const char* ready = std::getenv("WIRE_TRAFFIC_READY");
+  const char* parts_env = std::getenv("WIRE_TRAFFIC_PARTS");
+  const std::string parts = parts_env && *parts_env ? parts_env : "puts,gets,adds";
   const auto start = std::chrono::steady_clock::now();
   for (size_t round = 0; round < rounds; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
-    round_puts(s, round);
-    round_gets(s, round);
-    round_adds(s);
+    if (parts.find("puts") != std::string::npos) round_puts(s, round);
+    if (parts.find("gets") != std::string::npos) round_gets(s, round);
+    if (parts.find("adds") != std::string::npos) round_adds(s);
     if (s.me == 0) {
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
       std::printf("wire_traffic: round %zu: %.3f s\n", round, took.count());
