@@ -75,6 +75,7 @@ struct Counts {
   uint64_t frames = 0, roce = 0, sent = 0, dropped = 0, duplicated = 0, delayed = 0, held = 0;
   uint64_t overtaken = 0;  // RoCE frames sent before one from the same port that arrived earlier
   uint64_t send_failed = 0;  // the kernel refused it (a full queue): lost
+  long latest_us = 0;        // the most a frame went out after it was due (the switch's own lag)
 };
 
 bool parse(int argc, char** argv, Options* o) {
@@ -171,6 +172,8 @@ class Switch {
       while (!due_.empty() && due_.top().due <= Clock::now()) {
         Frame f = due_.top();
         due_.pop();
+        const auto late = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - f.due);
+        c_.latest_us = std::max<long>(c_.latest_us, late.count());
         forward(f);
       }
     }
@@ -179,9 +182,9 @@ class Switch {
   void print_counts() const {
     std::printf(
         "wire_switch: frames %llu, roce %llu, sent %llu, dropped %llu, duplicated %llu, delayed "
-        "%llu, held back %llu, reordered %llu, send failed %llu\n",
+        "%llu, held back %llu, reordered %llu, send failed %llu, lag at most %ld us\n",
         ull(c_.frames), ull(c_.roce), ull(c_.sent), ull(c_.dropped), ull(c_.duplicated),
-        ull(c_.delayed), ull(c_.held), ull(c_.overtaken), ull(c_.send_failed));
+        ull(c_.delayed), ull(c_.held), ull(c_.overtaken), ull(c_.send_failed), c_.latest_us);
     std::fflush(stdout);
   }
 
