@@ -108,7 +108,8 @@ fault_link_counts() {
   for ns in $(fault_nodes "$prefix"); do
     # shellcheck disable=SC2016  # the inner shell's variables
     ip netns exec "$ns" sh -c 'cd /sys/class/net && for d in nic*; do s=$d/statistics
-      echo "$0/$d: tx $(cat $s/tx_packets) ($(cat $s/tx_dropped) dropped), rx $(cat $s/rx_packets) ($(cat $s/rx_dropped) dropped)"
+      echo "$0/$d: tx $(cat $s/tx_packets) ($(cat $s/tx_dropped) dropped)," \
+        "rx $(cat $s/rx_packets) ($(cat $s/rx_dropped) dropped)"
     done' "$ns"
   done
 }
