@@ -30,6 +30,7 @@ prefix=${MORI_TEST_NETNS:?MORI_TEST_NETNS names the nodes (ctest sets it)}
 work=$(mktemp -d "/tmp/mori-fault-$case_name.XXXXXX")
 switch_pid=""
 
+# shellcheck disable=SC2317  # the EXIT trap calls it
 restore() {
   fault_nft_clear "$prefix"
   [ -z "$switch_pid" ] || fault_switch_stop "$prefix" "$switch_pid" "$work/switch.log" >/dev/null
@@ -119,6 +120,7 @@ case $case_name in
   link_flap)
     wait_ready || fail "the traffic ended before round 2: $(cat "$work/out")"
     # At real-time priority, so that a loaded machine does not stretch the 0.4 s; timed, to show it did not.
+    # shellcheck disable=SC2016  # the inner shell's
     down_for=$(chrt -f 20 bash -c '. "$0"; a=$(date +%s%N); fault_link "$1" 1 0 down; sleep 0.4
                                      fault_link "$1" 1 0 up; echo $(( ($(date +%s%N) - a) / 1000000 ))' \
                "$here/faults.sh" "$prefix")
@@ -167,6 +169,7 @@ nic_line="mori: PE [01] software NIC \($nic\): qp ([0-9]+): WQE [0-9]+: no ACK f
 nic_line+=" $MORI_RDMA_RETRY_CNT retries of $ms ms \(on the wire to PE 2, qp [0-9]+\)"
 grep -Eq -- "$nic_line" "$work/out" || fail "no /$nic_line/ in the output"
 found=""
+# shellcheck disable=SC2013  # one QP number a word
 for qp in $(grep -Eo -- "$nic_line" "$work/out" | sed -E 's/.*: qp ([0-9]+): WQE.*/\1/' | sort -u); do
   completion="RDMA $nic error completion: transport retry counter exceeded \(status 0x15\) on WQE [0-9]+, qp $qp"
   completion+=" posted [0-9]+, completed [0-9]+, cq consumed [0-9]+ \(PE 2\)"

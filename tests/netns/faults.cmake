@@ -13,7 +13,8 @@ target_compile_options(mori_netns_wire_switch PRIVATE -Wall -Wextra)
 
 # One test a case; fault_case.sh says what each does and checks, and prints the wire's counts (nft's drops, the
 # switch's drops, duplicates and reorderings, the nics' packets). Every case over mlx5; one lossy case each over bnxt
-# and ionic. About 2-10 s each here; the timeouts leave room for a loaded machine.
+# and ionic. 3-22 s each here under a load average of 100-150 (the nine: about 2 minutes); the timeouts leave
+# room for more.
 set(_fault_run ${CMAKE_CURRENT_SOURCE_DIR}/fault_case.sh)
 set(_fault_bins $<TARGET_FILE:mori_netns_wire_traffic> $<TARGET_FILE:mori_netns_wire_switch> ${MORI_MPIRUN}
                 ${MORI_MPIRUN_FLAGS})

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # faults.sh: shell functions that make the nodes' wire (scripts/netns.sh) misbehave, for the netns.fault_* tests
 # (fault_case.sh sources it). The kernel here has no sch_netem, so:
 #   loss                 nftables in each node namespace: an output chain that drops UDP port 4791 datagrams with
@@ -48,7 +49,7 @@ fault_nft_clear() {
 # The node namespaces of a prefix: <prefix><i>.
 fault_nodes() {
   local prefix=$1
-  ip netns list | awk '{print $1}' | grep -E "^$prefix[0-9]+\$" | sort
+  ip netns list | awk '{print $1}' | grep -E "^${prefix}[0-9]+\$" | sort
 }
 
 # The bridge-side veth ends of the nics (netns.sh names them "<prefix><node>n<pe>" or "v<node>n<pe>").

@@ -73,7 +73,7 @@ struct Frame {
 
 struct Counts {
   uint64_t frames = 0, roce = 0, sent = 0, dropped = 0, duplicated = 0, delayed = 0, held = 0;
-  uint64_t overtaken = 0;  // RoCE frames sent before one from the same port that arrived earlier
+  uint64_t overtaken = 0;    // RoCE frames sent before one from the same port that arrived earlier
   uint64_t send_failed = 0;  // the kernel refused it (a full queue): lost
   long latest_us = 0;        // the most a frame went out after it was due (the switch's own lag)
 };
@@ -152,8 +152,8 @@ class Switch {
       // wait would take a core from the PEs).
       long wait_us = 100000;
       if (!due_.empty()) {
-        const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(
-            due_.top().due - Clock::now());
+        const auto wait =
+            std::chrono::duration_cast<std::chrono::microseconds>(due_.top().due - Clock::now());
         wait_us = std::max<long>(0, std::min<long>(wait_us, wait.count()));
       }
       if (!held_.empty()) wait_us = std::min<long>(wait_us, 1000);
@@ -172,7 +172,8 @@ class Switch {
       while (!due_.empty() && due_.top().due <= Clock::now()) {
         Frame f = due_.top();
         due_.pop();
-        const auto late = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - f.due);
+        const auto late =
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - f.due);
         c_.latest_us = std::max<long>(c_.latest_us, late.count());
         forward(f);
       }
@@ -233,8 +234,9 @@ class Switch {
 
   // A held frame goes once K frames have gone after it, or after 20 ms when traffic stops.
   void release_held(bool all) {
-    while (!held_.empty() && (all || c_.sent >= held_.front().second ||
-                              Clock::now() - held_.front().first.due > std::chrono::milliseconds(20))) {
+    while (!held_.empty() &&
+           (all || c_.sent >= held_.front().second ||
+            Clock::now() - held_.front().first.due > std::chrono::milliseconds(20))) {
       Frame f = std::move(held_.front().first);
       held_.pop_front();
       forward(f);
@@ -252,8 +254,10 @@ class Switch {
     const auto known = where_.find(dst);
     for (size_t out = 0; out < ports_.size(); ++out) {
       if (static_cast<int>(out) == f.in) continue;
-      if (!(dst[0] & 1) && known != where_.end() && known->second != static_cast<int>(out)) continue;
-      if (send(ports_[out].fd, f.bytes.data(), f.bytes.size(), 0) == static_cast<ssize_t>(f.bytes.size()))
+      if (!(dst[0] & 1) && known != where_.end() && known->second != static_cast<int>(out))
+        continue;
+      if (send(ports_[out].fd, f.bytes.data(), f.bytes.size(), 0) ==
+          static_cast<ssize_t>(f.bytes.size()))
         ++c_.sent;
       else
         ++c_.send_failed;
@@ -267,7 +271,7 @@ class Switch {
   std::map<int, Clock::time_point> last_due_;  // by port, with --keep-order
   std::priority_queue<Frame, std::vector<Frame>, std::greater<Frame>> due_;
   std::deque<std::pair<Frame, uint64_t>> held_;  // with the sent count that releases it
-  std::map<int, uint64_t> last_order_;         // the latest arrival sent, by port
+  std::map<int, uint64_t> last_order_;           // the latest arrival sent, by port
   uint64_t next_order_ = 0, roce_seen_ = 0;
   Counts c_;
 };
@@ -277,9 +281,10 @@ class Switch {
 int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, &o)) {
-    std::fprintf(stderr,
-                 "usage: wire_switch [--delay-us D --jitter-us J (J <= D) [--keep-order]] [--reorder N,K] "
-                 "[--duplicate P] [--loss P] [--seed S] [--ready FILE] <port> <port>...\n");
+    std::fprintf(
+        stderr,
+        "usage: wire_switch [--delay-us D --jitter-us J (J <= D) [--keep-order]] [--reorder N,K] "
+        "[--duplicate P] [--loss P] [--seed S] [--ready FILE] <port> <port>...\n");
     return 2;
   }
   std::vector<Port> ports;

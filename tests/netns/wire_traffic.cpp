@@ -44,7 +44,8 @@ unsigned char byte_of(int pe, size_t i, size_t size, size_t round) {
 // to `room` are poison.
 std::string check_message(const unsigned char* p, size_t size, size_t room, int pe, size_t round) {
   for (size_t b = 1; b <= kGuard; ++b)
-    if (p[-static_cast<ptrdiff_t>(b)] != kPoison) return "guard byte -" + std::to_string(b) + " hit";
+    if (p[-static_cast<ptrdiff_t>(b)] != kPoison)
+      return "guard byte -" + std::to_string(b) + " hit";
   for (size_t i = 0; i < size; ++i)
     if (p[i] != byte_of(pe, i, size, round))
       return "byte " + std::to_string(i) + " is " + std::to_string(p[i]) + ", not " +
@@ -75,7 +76,8 @@ void round_puts(const Session& s, size_t round) {
       const size_t size = w == s.me ? 0 : kSizes[c];
       bad = check_message(dst.slot(c * s.n + w), size, kMax + kGuard, w, round);
       if (!bad.empty())
-        bad = "put of " + std::to_string(kSizes[c]) + " B from PE " + std::to_string(w) + ": " + bad;
+        bad =
+            "put of " + std::to_string(kSizes[c]) + " B from PE " + std::to_string(w) + ": " + bad;
     }
   CHECK_MESSAGE(bad.empty(), "round ", round, " on PE ", s.me, ": ", bad);
   REQUIRE(all_ranks(bad.empty()));
@@ -101,7 +103,8 @@ void round_gets(const Session& s, size_t round) {
     for (int pe = 0; pe < s.n && bad.empty(); ++pe) {
       bad = check_message(region(c, pe), pe == s.me ? 0 : kSizes[c], kMax + kGuard, pe, round);
       if (!bad.empty())
-        bad = "get of " + std::to_string(kSizes[c]) + " B from PE " + std::to_string(pe) + ": " + bad;
+        bad =
+            "get of " + std::to_string(kSizes[c]) + " B from PE " + std::to_string(pe) + ": " + bad;
     }
   CHECK_MESSAGE(bad.empty(), "round ", round, " on PE ", s.me, ": ", bad);
   REQUIRE(shmem::barrier_all() == 0);  // the sources stay until every PE has read them
