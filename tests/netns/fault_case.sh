@@ -62,9 +62,15 @@ counts() {
   fault_link_counts "$prefix"
 }
 
-# Runs the traffic in the background; its output goes to $work/out.
+# Runs the traffic in the background; its output goes to $work/out. link_down: PE 2 (rank 2, node 1's nic0) with a
+# longer timer (t=15: 1.07 s), so that PEs 0 and 1 run out of retries first and report before the first failure
+# ends the job (mpi_main.cpp's fast failure): who reports is then always the same.
 run_traffic() {
-  "${mpirun[@]}" -np 4 "$traffic" >"$work/out" 2>&1 &
+  if [ "$case_name" = link_down ]; then
+    "${mpirun[@]}" -np 2 "$traffic" : -np 1 env MORI_RDMA_TIMEOUT=15 "$traffic" : -np 1 "$traffic" >"$work/out" 2>&1 &
+  else
+    "${mpirun[@]}" -np 4 "$traffic" >"$work/out" 2>&1 &
+  fi
   traffic_pid=$!
 }
 
