@@ -132,6 +132,9 @@ TEST_CASE_TEMPLATE("broadcast, fcollect, collect, alltoall(s): every element on 
   run_all<S>(shmem::kTeamWorld, b);
   Halves teams;
   run_all<S>(teams.mine(), b);
+  // The PEs of this PE's local index on every node (DeepEP's RDMA stage): on two nodes, PEs of
+  // different nodes only; on one node, this PE alone.
+  if (shmem::team_n_pes(shmem::kTeamSameLocalIndex) > 0) run_all<S>(shmem::kTeamSameLocalIndex, b);
   REQUIRE(shmem::barrier_all() == 0);
 }
 

@@ -20,6 +20,7 @@
 #include "capture_pcap.hpp"
 #include "capture_plan.hpp"
 #include "capture_render.hpp"
+#include "unit/icrc_oracle.hpp"
 #include "unit/tshark_oracle.hpp"
 
 namespace plan = mori::test::capture;
@@ -54,16 +55,7 @@ const Capture& capture() {
   return c;
 }
 
-// The test's own A17.8 ICRC (as tests/unit/test_wire_roce.cpp's): zlib's CRC-32 over 8 bytes of
-// 0xFF (the masked LRH of RoCEv2), then the datagram up to its ICRC with the variant fields set
-// to 0xFF: IPv4 TOS (byte 1), TTL (8), header checksum (10, 11), UDP checksum (26, 27) and the
-// BTH's FECN/BECN byte (32).
-uint32_t zlib_icrc(const std::vector<uint8_t>& d) {
-  std::vector<uint8_t> copy(8, 0xFF);
-  copy.insert(copy.end(), d.begin(), d.end() - 4);
-  for (size_t at : {1, 8, 10, 11, 26, 27, 32}) copy[8 + at] = 0xFF;
-  return static_cast<uint32_t>(crc32(0L, copy.data(), static_cast<uInt>(copy.size())));
-}
+using mori::test::zlib_icrc;
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include "backend/host/wire/rc_qp.hpp"
 #include "backend/host/wire/roce.hpp"
+#include "icrc_oracle.hpp"
 #include "pcap_writer.hpp"
 #include "tshark_oracle.hpp"
 
@@ -63,15 +64,7 @@ std::vector<uint8_t> built(const Packet& p) {
   return d;
 }
 
-// The test's own A17.8 ICRC: zlib's CRC-32 over 8 bytes of 0xFF, then a copy of the datagram up
-// to its ICRC with IPv4 TOS (byte 1), TTL (8), header checksum (10, 11), UDP checksum (26, 27)
-// and the BTH's byte 4 (32) set to 0xFF.
-uint32_t zlib_icrc(const std::vector<uint8_t>& d) {
-  std::vector<uint8_t> copy(8, 0xFF);
-  copy.insert(copy.end(), d.begin(), d.end() - 4);
-  for (size_t at : {1, 8, 10, 11, 26, 27, 32}) copy[8 + at] = 0xFF;
-  return static_cast<uint32_t>(crc32(0L, copy.data(), static_cast<uInt>(copy.size())));
-}
+using mori::test::zlib_icrc;
 
 // The test's own RFC 791 checksum of the IPv4 header with its checksum field zero.
 uint16_t ip_checksum(const std::vector<uint8_t>& d) {

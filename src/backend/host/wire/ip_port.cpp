@@ -238,8 +238,12 @@ bool IpPort::send(std::span<const uint8_t> datagram, std::string* why) {
     if (sent == static_cast<ssize_t>(datagram.size())) return true;
     if (sent < 0 && errno == EINTR) continue;
     if (why != nullptr) {
-      *why = sent < 0 ? errno_text("send to " + dotted(to.sin_addr.s_addr), errno)
-                      : "software NIC: send to " + dotted(to.sin_addr.s_addr) + ": short send";
+      // EPERM from sendto is a netfilter rule dropping the datagram on output (the kernel turns
+      // NF_DROP into -EPERM there); the socket exists, so the capability was there.
+      *why = sent < 0 && errno == EPERM ? "software NIC: send to " + dotted(to.sin_addr.s_addr) +
+                                              ": refused by a firewall rule (EPERM)"
+             : sent < 0 ? errno_text("send to " + dotted(to.sin_addr.s_addr), errno)
+                        : "software NIC: send to " + dotted(to.sin_addr.s_addr) + ": short send";
     }
     return false;
   }
