@@ -66,39 +66,48 @@ struct Traits<mp::Bnxt> {
 
 using DeviceState = mori::test::DeviceStateGuard;
 
-// One QP to PE 1, PE 1's heap, this process's registered buffer, and a SoftNic serving the QP.
+// One QP's memory as the driver hands it over: a zeroed SQ of kSqWqes, a CQ ring of one CQE per
+// outstanding WQE in its initial state, the doorbell record and register.
 template <typename P>
-struct Rig {
+struct QueueMemory {
   uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, P::sq_bytes(kSqWqes)));
-  std::vector<uint8_t> cq;
+  std::vector<uint8_t> cq = std::vector<uint8_t>(kSqWqes * P::kCqeBytes, 0);
   uint32_t dbr[2] = {};
   uint64_t db = 0;
   RdmaEndpoint ep{};
+
+  // bnxt's engine reads the path MTU and its next PSN (the QP's initial send PSN) from the
+  // endpoint, as the runtime seeds them.
+  QueueMemory(uint32_t qpn, uint32_t path_mtu_bytes, uint32_t initial_psn) {
+    std::memset(sq, 0, P::sq_bytes(kSqWqes));
+    P::init_cq(cq.data(), kSqWqes);
+    ep.sq = sq, ep.cq = cq.data(), ep.dbr = dbr, ep.db = &db;
+    ep.sq_wqes = kSqWqes, ep.cq_entries = kSqWqes, ep.qpn = qpn, ep.cqn = 0x42;
+    ep.provider_word[0] = path_mtu_bytes;
+    ep.provider_state = initial_psn;
+  }
+  ~QueueMemory() { std::free(sq); }
+  QueueMemory(const QueueMemory&) = delete;
+  QueueMemory& operator=(const QueueMemory&) = delete;
+};
+
+// One QP to PE 1, PE 1's heap, this process's registered buffer, and a SoftNic serving the QP.
+template <typename P>
+struct Rig : QueueMemory<P> {
   std::vector<uint64_t> heap = std::vector<uint64_t>(kHeapWords, 0);    // PE 1's memory
   std::vector<uint64_t> local = std::vector<uint64_t>(kLocalWords, 0);  // registered with kLkey
   std::unique_ptr<sn::SoftNic> nic;
 
-  explicit Rig(sn::SoftNicOptions options = no_env(), uint32_t initial_psn = 0) {
-    std::memset(sq, 0, P::sq_bytes(kSqWqes));
-    // A CQ ring, one CQE per outstanding WQE, as the driver hands it over.
-    const uint32_t entries = kSqWqes;
-    cq.assign(entries * P::kCqeBytes, 0);
-    P::init_cq(cq.data(), entries);
-    ep.sq = sq, ep.cq = cq.data(), ep.dbr = dbr, ep.db = &db;
-    ep.sq_wqes = kSqWqes, ep.cq_entries = entries, ep.qpn = kQpn, ep.cqn = 0x42;
-    ep.provider_word[0] = 4096;       // bnxt's path MTU
-    ep.provider_state = initial_psn;  // bnxt's next PSN, seeded as the runtime seeds it
+  explicit Rig(sn::SoftNicOptions options = no_env(), uint32_t initial_psn = 0)
+      : QueueMemory<P>(kQpn, 4096, initial_psn) {
     sn::MemoryTable table;
     table.remote.push_back({kPe, kRemoteBase, kHeapWords * 8, kRkey, heap.data()});
     table.local.push_back({reinterpret_cast<uint64_t>(local.data()), kLocalWords * 8, kLkey});
-    nic = std::make_unique<sn::SoftNic>(Traits<P>::codec(),
-                                        std::vector<sn::ServedEndpoint>{{&ep, kPe, initial_psn}},
-                                        table, options);
+    nic = std::make_unique<sn::SoftNic>(
+        Traits<P>::codec(), std::vector<sn::ServedEndpoint>{{&this->ep, kPe, initial_psn}}, table,
+        options);
   }
-  ~Rig() {
-    nic->stop();
-    std::free(sq);
-  }
+  ~Rig() { nic->stop(); }
   static sn::SoftNicOptions no_env() {
     sn::SoftNicOptions o;
     o.read_env = false;  // a MORI_SOFTNIC_FAULT in the caller's environment must not leak in

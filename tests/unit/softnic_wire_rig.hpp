@@ -63,25 +63,14 @@ class MemoryPort final : public sn::WirePort {
 // One PE's side: its QP to the other PE, its memory (heap: remote access under kRkey; local:
 // kLkey) and its NIC.
 template <typename P>
-struct Side {
-  uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, P::sq_bytes(kSqWqes)));
-  std::vector<uint8_t> cq;
-  uint32_t dbr[2] = {};
-  uint64_t db = 0;
-  RdmaEndpoint ep{};
+struct Side : QueueMemory<P> {
   std::vector<uint64_t> heap = std::vector<uint64_t>(kHeapWords, 0);
   std::vector<uint64_t> local = std::vector<uint64_t>(kLocalWords, 0);
   std::unique_ptr<MemoryPort> port;
   std::unique_ptr<sn::SoftNic> nic;
 
-  Side(MemoryWire& wire, int side, const wire::QpAttributes& attributes) {
-    std::memset(sq, 0, P::sq_bytes(kSqWqes));
-    cq.assign(kSqWqes * P::kCqeBytes, 0);
-    P::init_cq(cq.data(), kSqWqes);
-    ep.sq = sq, ep.cq = cq.data(), ep.dbr = dbr, ep.db = &db;
-    ep.sq_wqes = kSqWqes, ep.cq_entries = kSqWqes, ep.qpn = attributes.qp_num, ep.cqn = 0x42;
-    ep.provider_word[0] = 128u << attributes.path_mtu;  // bnxt: the QP's path MTU
-    ep.provider_state = attributes.sq_psn;              // bnxt: the next PSN
+  Side(MemoryWire& wire, int side, const wire::QpAttributes& attributes)
+      : QueueMemory<P>(attributes.qp_num, 128u << attributes.path_mtu, attributes.sq_psn) {
     sn::MemoryTable table;
     table.local.push_back({reinterpret_cast<uint64_t>(local.data()), kLocalWords * 8, kLkey});
     table.local.push_back({reinterpret_cast<uint64_t>(heap.data()), kHeapWords * 8, kRkey});
@@ -91,13 +80,10 @@ struct Side {
     options.port = port.get();
     nic = std::make_unique<sn::SoftNic>(
         Traits<P>::codec(),
-        std::vector<sn::ServedEndpoint>{{&ep, 1 - side, attributes.sq_psn, attributes}}, table,
-        options);
+        std::vector<sn::ServedEndpoint>{{&this->ep, 1 - side, attributes.sq_psn, attributes}},
+        table, options);
   }
-  ~Side() {
-    nic->stop();
-    std::free(sq);
-  }
+  ~Side() { nic->stop(); }
 };
 
 inline uint32_t ip(const char* text) {

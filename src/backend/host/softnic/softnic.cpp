@@ -26,11 +26,6 @@ std::string hex(uint64_t v) {
   return "0x" + std::string(text, end);
 }
 
-// True when [addr, addr + bytes) lies inside [base, base + size), without overflowing.
-bool inside(uint64_t addr, uint64_t bytes, uint64_t base, uint64_t size) {
-  return addr >= base && bytes <= size && addr - base <= size - bytes;
-}
-
 // The NIC executes a remote atomic as one indivisible operation on the responder's memory; the
 // mapping is shared with the target PE's own threads, which use atomics on the same words.
 template <typename T>

@@ -84,6 +84,11 @@ struct LocalRegion {
   bool private_memory = false;
 };
 
+// True when [addr, addr + bytes) lies inside [base, base + size), without overflowing.
+inline bool inside(uint64_t addr, uint64_t bytes, uint64_t base, uint64_t size) {
+  return addr >= base && bytes <= size && addr - base <= size - bytes;
+}
+
 struct MemoryTable {
   std::vector<RemoteRegion> remote;
   std::vector<LocalRegion> local;

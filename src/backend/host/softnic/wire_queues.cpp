@@ -34,10 +34,6 @@ CompletionStatus completion_status(wire::WcStatus status) {
   }
 }
 
-bool inside(uint64_t addr, uint64_t bytes, uint64_t base, uint64_t size) {
-  return addr >= base && bytes <= size && addr - base <= size - bytes;
-}
-
 }  // namespace
 
 uint8_t* SoftNic::Responder::resolve(uint32_t rkey, uint64_t addr, uint64_t bytes,
@@ -72,6 +68,9 @@ void SoftNic::Responder::end_atomic(const uint8_t*) {
 }
 
 void SoftNic::log_wire_stats() const {
+  if (options_.port)
+    std::fprintf(stderr, "%sdatagrams for no QP of this NIC: %llu\n", options_.log_prefix.c_str(),
+                 static_cast<unsigned long long>(wire_unclaimed_));
   for (const Queue& q : queues_) {
     if (!q.rc) continue;
     const wire::QpStats& s = q.rc->stats();
