@@ -76,14 +76,12 @@ EOF
 
 fail=0
 for kernel in hot_paths moe_signal; do
-  read -r _ instructions sgprs vgprs scratch calls < <(awk -f "$(dirname "$0")/isa_table.awk" \
-    "$tmp/kernel.s" | awk -v k="$kernel" '$1 == k')
+  read -r _ instructions sgprs vgprs scratch calls waves < <(
+    awk -f "$(dirname "$0")/isa_table.awk" "$tmp/kernel.s" | awk -v k="$kernel" '$1 == k')
   # Waves per SIMD: llc's own figure for the kernel (its "; Occupancy:" comment, from the register
   # and LDS use). Without it, gfx90a/gfx942/gfx950's rule: 512 VGPRs per lane per SIMD (VGPRs and AGPRs
   # together), allocated in granules of 8, at most 8 waves (LLVM AMDGPUUsage, GCNSubtarget).
-  waves=$(awk -v k="$kernel:" '$1 == k {on = 1} on && /^; Occupancy:/ {print $3; exit}' \
-    "$tmp/kernel.s")
-  if [ -z "$waves" ]; then
+  if [ "$waves" = - ]; then
     waves=$((512 / ((vgprs + 7) / 8 * 8)))
     [ "$waves" -le 8 ] || waves=8
   fi
