@@ -61,7 +61,9 @@ struct Options {
   bool fp8 = false, json = false, pin = false;
   std::string mode = "both";
   int iters = 20, warmup = 3, reps = 5;
-  moe::Launch launch{0, 4, 4};
+  // One lane per PE: with 2 PEs on 2 cores every lane more waits in futex barriers for a core
+  // (docs/benchmarks.md, "MoE dispatch and combine"); --blocks 0 is one block per PE.
+  moe::Launch launch{1, 1, 1};
 };
 
 enum Phase { kDispatch, kExpert, kCombine, kPhases };

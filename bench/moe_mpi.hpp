@@ -107,12 +107,14 @@ class MpiMoe {
           out[h] = moe::to_bf16(acc);
         }
       } else {  // each PE's weighted sum, added in PE order (as NormalCombine)
+        std::vector<const bf16*>& rows = rows_;
+        rows.clear();
+        for (int d = 0; d < s_.npes; ++d)
+          if (const int32_t p = pos_[size_t(d) * cap + t]; p >= 0)
+            rows.push_back(back_.data() + size_t(p) * H);
         for (size_t h = 0; h < H; ++h) {
           float acc = 0.0f;
-          for (int d = 0; d < s_.npes; ++d) {
-            const int32_t p = pos_[size_t(d) * cap + t];
-            if (p >= 0) acc += moe::to_float(back_[size_t(p) * H + h]);
-          }
+          for (const bf16* row : rows) acc += moe::to_float(row[h]);
           out[h] = moe::to_bf16(acc);
         }
       }
@@ -223,6 +225,7 @@ class MpiMoe {
   std::vector<float> scale_;
   std::vector<uint8_t> send_x_, recv_x_, send_meta_, recv_meta_;
   std::vector<bf16> y_, back_, out_;
+  std::vector<const bf16*> rows_;  // combine's rows of one token
 };
 
 }  // namespace moe_bench
