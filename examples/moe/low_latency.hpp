@@ -137,7 +137,7 @@ struct LlCombine {
         shmem::signal_wait_until(&b.ll_comb_sig[q], shmem::CMP_GE, epoch);
     Warp::sync();
     size_t lo, hi;
-    share<Warp>(H, &lo, &hi);
+    share<Warp>((H + kChunk - 1) / kChunk, &lo, &hi);
     for (int t = gw; t < s.tokens; t += warps) {
       const bf16* rows[kMaxTopk];
       float w[kMaxTopk];
@@ -149,12 +149,21 @@ struct LlCombine {
         rows[j] = b.ll_comb_recv + (size_t(e) * s.capacity + slot) * H;  // [d][el] is [e]
         w[j] = used ? b.weight[size_t(t) * k + j] : 0.0f;
       }
-      for (size_t h = lo; h < hi; ++h) {
-        float acc = 0.0f;
+      // 8-element chunks of the row, as NormalCombine sums them; per element the experts add in
+      // top-k order.
+      for (size_t ch = lo; ch < hi; ++ch) {
+        const size_t h0 = ch * kChunk, n = H - h0 < kChunk ? H - h0 : kChunk;
+        float acc[kChunk] = {};
         MOE_UNROLL
-        for (int j = 0; j < kMaxTopk; ++j)
-          if (j < k) acc += w[j] * to_float(rows[j][h]);
-        b.out[size_t(t) * H + h] = to_bf16(acc);
+        for (int j = 0; j < kMaxTopk; ++j) {
+          if (j >= k) break;
+          MOE_UNROLL
+          for (size_t c = 0; c < kChunk; ++c)
+            if (c < n) acc[c] += w[j] * to_float(rows[j][h0 + c]);
+        }
+        MOE_UNROLL
+        for (size_t c = 0; c < kChunk; ++c)
+          if (c < n) b.out[size_t(t) * H + h0 + c] = to_bf16(acc[c]);
       }
     }
   }

@@ -90,8 +90,10 @@ struct Geometry {
   int blocks = 1, threads = 64;
 };
 
-inline constexpr int kMaxThreads =
-    1024;  // threads per block the layout pass's counts are sized for
+// Threads per block the layout pass's counts are sized for.
+inline constexpr int kMaxThreads = 1024;
+// Elements of a row a combine sums together: 16 bytes of bf16.
+inline constexpr size_t kChunk = 8;
 
 // ---- device helpers ------------------------------------------------------------------------------
 
