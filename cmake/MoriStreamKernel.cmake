@@ -3,12 +3,21 @@
 #
 # The compiler of each arch comes from cmake/MoriDeviceCompiler.cmake (clang-22 for gfx950,
 # clang-19 otherwise); an arch without one is left out with a message.
+#
+# MORI_STREAM_REDUCE_ONE_TYPE=ON compiles the kernel's reductions for float alone: a test build's option
+# (tests/hip/run_hip_build.cmake), for a stand-in that runs no kernel. The reductions are most of the
+# kernel's compile, 4 min of clang-19 codegen for gfx942 with every type (docs/testing.md).
+option(MORI_STREAM_REDUCE_ONE_TYPE "Test builds: the stream kernel reduces float only" OFF)
 
 function(mori_add_stream_kernel target)
   set(_src ${PROJECT_SOURCE_DIR}/src/backend/hip/stream_kernel.hip)
   set(_images)
   set(_table)
   set(_objects)
+  set(_one_type)
+  if(MORI_STREAM_REDUCE_ONE_TYPE)
+    set(_one_type -DMORI_STREAM_REDUCE_ONE_TYPE=1)
+  endif()
   foreach(_arch IN LISTS GPU_TARGETS)
     mori_device_cxx_for(${_arch} _cxx)
     if(NOT _cxx)
@@ -20,7 +29,8 @@ function(mori_add_stream_kernel target)
       OUTPUT ${_out}
       COMMAND ${_cxx} -std=c++20 -x hip -nogpulib --offload-device-only --no-gpu-bundle-output
               --offload-arch=${_arch} -O2 -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src
-              -mcode-object-version=5 -DMORI_BACKEND_HIP=1 ${MORI_RDMA_DEFINES_FLAGS} -MD -MF ${_out}.d -c ${_src} -o ${_out}
+              -mcode-object-version=5 -DMORI_BACKEND_HIP=1 ${MORI_RDMA_DEFINES_FLAGS} ${_one_type}
+              -MD -MF ${_out}.d -c ${_src} -o ${_out}
       DEPENDS ${_src}
       DEPFILE ${_out}.d
       COMMENT "stream kernel for ${_arch}" VERBATIM)

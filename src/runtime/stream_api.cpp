@@ -111,6 +111,11 @@ constexpr size_t kElementSize[] = {MORI_FOR_EACH_TYPE(MORI_ELEMENT_SIZE_)};
 #define MORI_ELEMENT_INTEGRAL_(type, name) std::is_integral_v<type>,
 constexpr bool kElementIntegral[] = {MORI_FOR_EACH_TYPE(MORI_ELEMENT_INTEGRAL_)};
 #undef MORI_ELEMENT_INTEGRAL_
+// The number the stream kernel runs each type under: its first entry's (signed char is int8_t, and the
+// kernel compiles one reduction per type, runtime/stream_op_run.hpp).
+#define MORI_ELEMENT_INDEX_(type, name) mori::shmem::detail::element_type_index<type>(),
+constexpr int kElementIndex[] = {MORI_FOR_EACH_TYPE(MORI_ELEMENT_INDEX_)};
+#undef MORI_ELEMENT_INDEX_
 constexpr int kElementTypes = static_cast<int>(std::size(kElementSize));
 
 }  // namespace
@@ -240,7 +245,7 @@ int reduction_on_stream(bool scatter, Team team, void* dest, const void* source,
   StreamOp op = make_op(scatter ? StreamOpKind::kReducescatter : StreamOpKind::kReduce, dest,
                         source, nreduce);
   op.team = team;
-  op.type = type;
+  op.type = type >= 0 && type < kElementTypes ? kElementIndex[type] : type;
   op.op = static_cast<int>(reduce_op);
   return submit(api, stream, op, [&](const Runtime& rt) {
     const int code = static_cast<int>(reduce_op);

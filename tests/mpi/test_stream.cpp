@@ -8,9 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "mori/host/stream.hpp"
@@ -233,6 +235,34 @@ TEST_CASE("the collectives on a stream, after the kernel that writes their sourc
        {(void*)src, (void*)bdst, (void*)fdst, (void*)asrc, (void*)adst, (void*)rsrc, (void*)rdst,
         (void*)dsrc, (void*)ddst, (void*)ssrc, (void*)sdst, (void*)xsrc, (void*)xdst})
     CHECK(shmem::free(p) == 0);
+}
+
+// MORI_FOR_EACH_TYPE lists signed char after int8_t, its other name: the stream kernel compiles one
+// reduction per type (runtime/stream_op_run.hpp), so a caller that passes the alias's number (2)
+// is run under int8_t's.
+TEST_CASE("a reduction named by an alias entry's type number runs as its type") {
+  Session s;
+  Stream stream;
+  constexpr size_t kC = 40;
+  constexpr int kSchar = shmem::detail::element_type_index<int8_t>() + 1;
+  static_assert(std::is_same_v<int8_t, signed char> && kSchar == 2);
+  auto* src = symmetric<int8_t>(kC);
+  auto* dst = symmetric<int8_t>(kC + 8);  // 8 guard bytes past the result
+  std::memset(dst, 0x5a, kC + 8);
+  for (size_t i = 0; i < kC; ++i) src[i] = int8_t(s.me - int(i));
+  REQUIRE(shmem::barrier_all() == 0);
+  REQUIRE(shmem::detail::reduction_on_stream(false, shmem::kTeamWorld, dst, src, kC, kSchar,
+                                             shmem::ReduceOp::kMin, &stream) == 0);
+  REQUIRE_MESSAGE(shmem::stream_synchronize(&stream) == 0, shmem::last_error());
+  CHECK(mismatch(dst, kC, [](size_t i) { return int8_t(-int(i)); }) == "");
+  CHECK(mismatch(dst + kC, 8, [](size_t) { return int8_t(0x5a); }) == "");
+  CHECK(shmem::detail::reduction_on_stream(false, shmem::kTeamWorld, dst, src, kC, 11,
+                                           shmem::ReduceOp::kMin, &stream) != 0);
+  CHECK(std::string(shmem::last_error()).find("element type 11 is not in MORI_FOR_EACH_TYPE") !=
+        std::string::npos);
+  REQUIRE(shmem::barrier_all() == 0);
+  CHECK(shmem::free(dst) == 0);
+  CHECK(shmem::free(src) == 0);
 }
 
 TEST_CASE("two streams interleave, each in its own order, joined by an event") {
