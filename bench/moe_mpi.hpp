@@ -9,6 +9,7 @@
 //             metadata record)
 //   expert    this PE's experts on what it received
 //   combine   MPI_Alltoallv of the outputs back in the order they came, then the fp32 sum
+//             (moe/chunk.hpp's, as the kernels sum)
 //
 // Normal mode sends a token once to each PE it is routed to; low latency once to each expert (each
 // record is the payload and, in fp8, its scale: the sender keeps where it put each (token, expert)
@@ -101,10 +102,11 @@ class MpiMoe {
         const bf16* rows[moe::kMaxTopk];
         const float* w = in_.weight.data() + size_t(t) * k;
         for (size_t j = 0; j < k; ++j) rows[j] = back_.data() + size_t(pos_[t * k + j]) * H;
-        for (size_t h = 0; h < H; ++h) {
-          float acc = 0.0f;
-          for (size_t j = 0; j < k; ++j) acc += w[j] * moe::to_float(rows[j][h]);
-          out[h] = moe::to_bf16(acc);
+        for (size_t h0 = 0; h0 < H; h0 += moe::kChunk) {
+          const size_t n = H - h0 < moe::kChunk ? H - h0 : moe::kChunk;
+          moe::Chunk acc;
+          for (size_t j = 0; j < k; ++j) moe::add(acc, w[j], rows[j] + h0, n);
+          moe::store(out + h0, acc, n);
         }
       } else {  // each PE's weighted sum, added in PE order (as NormalCombine)
         std::vector<const bf16*>& rows = rows_;
@@ -112,10 +114,11 @@ class MpiMoe {
         for (int d = 0; d < s_.npes; ++d)
           if (const int32_t p = pos_[size_t(d) * cap + t]; p >= 0)
             rows.push_back(back_.data() + size_t(p) * H);
-        for (size_t h = 0; h < H; ++h) {
-          float acc = 0.0f;
-          for (const bf16* row : rows) acc += moe::to_float(row[h]);
-          out[h] = moe::to_bf16(acc);
+        for (size_t h0 = 0; h0 < H; h0 += moe::kChunk) {
+          const size_t n = H - h0 < moe::kChunk ? H - h0 : moe::kChunk;
+          moe::Chunk acc;
+          for (const bf16* row : rows) moe::add(acc, row + h0, n);
+          moe::store(out + h0, acc, n);
         }
       }
     }

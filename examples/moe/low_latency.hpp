@@ -149,21 +149,17 @@ struct LlCombine {
         rows[j] = b.ll_comb_recv + (size_t(e) * s.capacity + slot) * H;  // [d][el] is [e]
         w[j] = used ? b.weight[size_t(t) * k + j] : 0.0f;
       }
-      // 8-element chunks of the row, as NormalCombine sums them; per element the experts add in
-      // top-k order.
+      // 8-element chunks of the row, as NormalCombine sums them (chunk.hpp); per element the
+      // experts add in top-k order.
       for (size_t ch = lo; ch < hi; ++ch) {
         const size_t h0 = ch * kChunk, n = H - h0 < kChunk ? H - h0 : kChunk;
-        float acc[kChunk] = {};
+        Chunk acc;
         MOE_UNROLL
         for (int j = 0; j < kMaxTopk; ++j) {
           if (j >= k) break;
-          MOE_UNROLL
-          for (size_t c = 0; c < kChunk; ++c)
-            if (c < n) acc[c] += w[j] * to_float(rows[j][h0 + c]);
+          add(acc, w[j], rows[j] + h0, n);
         }
-        MOE_UNROLL
-        for (size_t c = 0; c < kChunk; ++c)
-          if (c < n) b.out[size_t(t) * H + h0 + c] = to_bf16(acc[c]);
+        store(b.out + size_t(t) * H + h0, acc, n);
       }
     }
   }

@@ -3,7 +3,7 @@
 //
 // Every PE holds `tokens` tokens of `hidden` bf16 values and owns `experts` experts; expert e lives
 // on PE e / experts. Each token is routed to `topk` distinct experts with a gate weight each.
-//   dispatch  sends each token to the PEs (normal mode) or the experts (low latency) it is routed to
+//   dispatch  sends each token to the PEs (normal mode) or experts (low latency) it is routed to
 //   expert    the receiving PE applies its experts (here an exact per-expert factor, numerics.hpp)
 //   combine   sends the outputs back; the token's PE sums them with the gate weights in fp32
 // normal.hpp and low_latency.hpp hold the two modes' kernels; reference.hpp the host reference.
@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "chunk.hpp"
 #include "mori/core.hpp"
 #include "mori/shmem/device_api.hpp"
 #include "numerics.hpp"
@@ -92,13 +93,12 @@ struct Geometry {
 
 // Threads per block the layout pass's counts are sized for.
 inline constexpr int kMaxThreads = 1024;
-// Elements of a row a combine sums together: 16 bytes of bf16.
-inline constexpr size_t kChunk = 8;
 
-// ---- device helpers ------------------------------------------------------------------------------
+// ---- device helpers -----------------------------------------------------------------------------
 
-// This participant's contiguous share [begin, end) of n items in scope S: contiguous spans suit both
-// the host backend's lanes (threads that should not share cache lines) and the GPU's bulk copies.
+// This participant's contiguous share [begin, end) of n items in scope S: contiguous spans suit
+// both the host backend's lanes (threads that should not share cache lines) and the GPU's bulk
+// copies.
 template <mori::Scope S>
 MORI_DEVICE void share(size_t n, size_t* begin, size_t* end) {
   const size_t per = (n + S::size() - 1) / S::size();

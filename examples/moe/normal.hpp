@@ -188,9 +188,9 @@ struct NormalCombine {
       for (int d = 0; d < s.npes; ++d)
         shmem::signal_wait_until(&b.comb_sig[d], shmem::CMP_GE, epoch);
     Block::sync();
-    // Block r sums its share of the tokens, a row at a time, each thread a contiguous run of 8-element
-    // chunks of the row: each PE's slot is read once per chunk, and the 8 sums are independent (a
-    // 16-byte load per PE on the GPU, vector adds on the CPU). Per element the PEs add in order.
+    // Block r sums its share of the tokens, a row at a time, each thread a contiguous run of
+    // 8-element chunks of the row (chunk.hpp): each PE's slot is read once per chunk, and per
+    // element the PEs add in order.
     const size_t per = (size_t(s.tokens) + platform::grid_blocks() - 1) / platform::grid_blocks();
     const size_t first = per * platform::block_rank();
     const size_t last = first + per < size_t(s.tokens) ? first + per : size_t(s.tokens);
@@ -199,18 +199,12 @@ struct NormalCombine {
     for (size_t t = first; t < last; ++t)
       for (size_t ch = lo; ch < hi; ++ch) {
         const size_t h0 = ch * kChunk, n = H - h0 < kChunk ? H - h0 : kChunk;
-        float acc[kChunk] = {};
+        Chunk acc;
         for (int d = 0; d < s.npes; ++d) {
           const int32_t slot = b.slot_of[size_t(d) * s.capacity + t];
-          if (slot < 0) continue;
-          const bf16* row = b.comb_recv + (size_t(d) * s.capacity + slot) * H + h0;
-          MOE_UNROLL
-          for (size_t c = 0; c < kChunk; ++c)
-            if (c < n) acc[c] += to_float(row[c]);
+          if (slot >= 0) add(acc, b.comb_recv + (size_t(d) * s.capacity + slot) * H + h0, n);
         }
-        MOE_UNROLL
-        for (size_t c = 0; c < kChunk; ++c)
-          if (c < n) b.out[t * H + h0 + c] = to_bf16(acc[c]);
+        store(b.out + t * H + h0, acc, n);
       }
   }
 };

@@ -16,21 +16,16 @@ namespace shmem = mori::shmem;
 
 namespace {
 
+// A test's shape (its tokens, npes and me are the session's) and how it is run.
 struct Case {
-  int capacity = 40, hidden = 96, experts = 4, topk = 4;
-  moe::Format format = moe::Format::kBf16;
+  moe::Shape shape{.capacity = 40, .hidden = 96, .experts = 4, .topk = 4};
   moe::Routing routing = moe::Routing::kUniform;
   bool uneven = true;
   moe::Launch launch{0, 16, 8};
 };
 
 moe::Shape shape_of(const Case& c, const Session& s) {
-  moe::Shape sh;
-  sh.capacity = c.capacity;
-  sh.hidden = c.hidden;
-  sh.experts = c.experts;
-  sh.topk = c.topk;
-  sh.format = c.format;
+  moe::Shape sh = c.shape;
   sh.npes = s.n;
   sh.me = s.me;
   return sh;
@@ -40,14 +35,15 @@ std::vector<moe::Inputs> inputs(const Case& c, const moe::Shape& sh, uint32_t se
   std::vector<moe::Inputs> all;
   for (int pe = 0; pe < sh.npes; ++pe)
     all.push_back(
-        moe::make_inputs(sh, pe, moe::tokens_on(c.capacity, pe, c.uneven), c.routing, seed));
+        moe::make_inputs(sh, pe, moe::tokens_on(sh.capacity, pe, c.uneven), c.routing, seed));
   return all;
 }
 
 std::string label(const Case& c, bool ll, int iteration) {
   return std::string(ll ? "low latency" : "normal") +
-         (c.format == moe::Format::kFp8 ? " fp8" : " bf16") + ", " + moe::routing_name(c.routing) +
-         ", k " + std::to_string(c.topk) + ", iteration " + std::to_string(iteration);
+         (c.shape.format == moe::Format::kFp8 ? " fp8" : " bf16") + ", " +
+         moe::routing_name(c.routing) + ", k " + std::to_string(c.shape.topk) + ", iteration " +
+         std::to_string(iteration);
 }
 
 // Dispatch, expert and combine `iterations` times on one set of buffers, new inputs each time,
@@ -61,7 +57,7 @@ void run(const Session& s, const Case& c, bool ll, int iterations = 1) {
   m.poison();
   REQUIRE(shmem::barrier_all() == 0);
   for (int it = 1; it <= iterations; ++it) {
-    const std::vector<moe::Inputs> all = inputs(c, sh, uint32_t(it * 7919 + c.topk));
+    const std::vector<moe::Inputs> all = inputs(c, sh, uint32_t(it * 7919 + sh.topk));
     m.set_inputs(all[s.me]);
     const uint32_t epoch = uint32_t(it);
     mori::Status st =
@@ -89,7 +85,7 @@ TEST_CASE("both modes, bf16, uniform routing, k from 1 to 8") {
   Session s("256M");
   for (int k = 1; k <= moe::kMaxTopk; ++k) {
     Case c;
-    c.topk = k;
+    c.shape.topk = k;
     for (bool ll : {false, true}) run(s, c, ll);
   }
 }
@@ -97,8 +93,8 @@ TEST_CASE("both modes, bf16, uniform routing, k from 1 to 8") {
 TEST_CASE("both modes, fp8 payloads with a scale per token") {
   Session s("256M");
   Case c;
-  c.format = moe::Format::kFp8;
-  c.topk = 3;
+  c.shape.format = moe::Format::kFp8;
+  c.shape.topk = 3;
   for (bool ll : {false, true}) run(s, c, ll);
 }
 
@@ -107,7 +103,7 @@ TEST_CASE("skewed routing: every token to PE 0") {
   for (moe::Format f : {moe::Format::kBf16, moe::Format::kFp8}) {
     Case c;
     c.routing = moe::Routing::kSkewed;
-    c.format = f;
+    c.shape.format = f;
     for (bool ll : {false, true}) run(s, c, ll);
   }
 }
@@ -116,7 +112,7 @@ TEST_CASE("empty routing: the last PE receives nothing") {
   Session s("256M");
   Case c;
   c.routing = moe::Routing::kEmpty;
-  c.topk = s.n > 2 ? 6 : 3;
+  c.shape.topk = s.n > 2 ? 6 : 3;
   for (bool ll : {false, true}) run(s, c, ll);
 }
 
@@ -125,7 +121,20 @@ TEST_CASE("launch geometries: fewer blocks than PEs, narrow warps, a partial las
   for (moe::Launch l : {moe::Launch{1, 12, 8}, moe::Launch{3, 8, 4}, moe::Launch{2, 5, 2}}) {
     Case c;
     c.launch = l;
-    c.capacity = 33;
+    c.shape.capacity = 33;
+    for (bool ll : {false, true}) run(s, c, ll);
+  }
+}
+
+TEST_CASE("hidden sizes whose rows end in a partial chunk and start unaligned") {
+  // The combines sum 8-element chunks (examples/moe/chunk.hpp): 100 ends each row in 4 elements and
+  // starts every other row 8 bytes past a 16-byte boundary; 13 ends it in 5 and starts rows at
+  // every even offset.
+  Session s("256M");
+  for (int hidden : {100, 13}) {
+    Case c;
+    c.shape.hidden = hidden;
+    c.shape.topk = 3;
     for (bool ll : {false, true}) run(s, c, ll);
   }
 }
@@ -133,9 +142,9 @@ TEST_CASE("launch geometries: fewer blocks than PEs, narrow warps, a partial las
 TEST_CASE("the buffers reused over many iterations with no barrier between them") {
   Session s("256M");
   Case c;
-  c.topk = 2;
-  c.capacity = 24;
-  c.hidden = 64;
+  c.shape.topk = 2;
+  c.shape.capacity = 24;
+  c.shape.hidden = 64;
   run(s, c, true, 24);
   run(s, c, false, 8);
 }
@@ -150,7 +159,7 @@ TEST_CASE("a launch larger than the buffers were made for fails with the reason"
   CHECK(st.message() ==
         "moe: a launch of 300 warps of 64 threads exceeds the buffers' 256 warps or 1024 threads "
         "per block");
-  CHECK(moe::routing_error(shape_of(Case{.topk = 9}, s), moe::Routing::kUniform) ==
+  CHECK(moe::routing_error(shape_of(Case{.shape{.topk = 9}}, s), moe::Routing::kUniform) ==
         "topk 9 is outside 1..8");
   REQUIRE(shmem::barrier_all() == 0);
 }
