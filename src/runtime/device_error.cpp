@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kKinds[] = {"no error",
                                   "PE out of range",
                                   "address outside symmetric memory",
-                                  "size overflows",
+                                  "size out of range",
                                   "PE or memory not reachable",
                                   "timeout",
                                   "transport not built",

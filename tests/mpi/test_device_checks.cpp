@@ -38,6 +38,7 @@ struct Expected {
   int pe;
   uint64_t address;
   std::string message;
+  std::string kind = "";  // when given, device_error() must read "<kind>: <message>"
 };
 
 // Runs `kernel` on one lane, requires that it fails with exactly `e`'s message, checks the record,
@@ -61,6 +62,7 @@ void expect_failure(const Expected& e, F&& kernel) {
   const std::string read = shmem::device_error();
   CHECK(read.size() > e.message.size());
   CHECK(read.substr(read.size() - e.message.size()) == e.message);
+  if (!e.kind.empty()) CHECK(read == e.kind + ": " + e.message);
   CHECK(record->code == 0u);
   CHECK(std::string(shmem::device_error()).empty());
   ok = ok && read.size() > e.message.size() && record->code == 0u;
@@ -157,19 +159,29 @@ TEST_CASE("an address neither in the heap nor in a registered buffer") {
   expect_failure({DeviceErrorCode::kBadAddress, peer, a(&x), outside("g", &x, 8, peer)},
                  [&] { (void)shmem::g(&x, peer); });
 
-  // A range that starts inside the heap and runs past its end.
+  // A range that starts inside the heap and runs past its end is named as that, by how much.
   const state::GpuStates& st = shmem::globalGpuStates;
   int* tail = reinterpret_cast<int*>(st.heap_base + st.heap_size - 8);
-  expect_failure({DeviceErrorCode::kBadAddress, peer, a(tail), outside("put", tail, 16, peer)},
+  expect_failure({DeviceErrorCode::kBadAddress, peer, a(tail),
+                  "put: address " + hex(tail) + " (16 bytes) for PE " + std::to_string(peer) +
+                      " runs 8 bytes past the end of the symmetric heap " + heap_text(),
+                  "address outside symmetric memory"},
                  [&] { shmem::put(tail, src, 4, peer); });
 
-  // Likewise past the end of a registered buffer.
-  std::vector<int> reg(16);
+  // Likewise past the end of a registered buffer, with another one registered: the index named is
+  // the device table's, which orders buffers by address.
+  std::vector<int> first(4), reg(16);
+  const int index = first.data() < reg.data() ? 1 : 0;
+  REQUIRE(shmem::buffer_register(first.data(), first.size() * sizeof(int)) == 0);
   REQUIRE(shmem::buffer_register(reg.data(), reg.size() * sizeof(int)) == 0);
   int* over = reg.data() + 12;
-  expect_failure({DeviceErrorCode::kBadAddress, s.me, a(over), outside("get_nbi", over, 32, s.me)},
+  expect_failure({DeviceErrorCode::kBadAddress, s.me, a(over),
+                  "get_nbi: address " + hex(over) + " (32 bytes) for PE " + std::to_string(s.me) +
+                      " runs 16 bytes past the end of registered buffer " + std::to_string(index) +
+                      " [" + hex(reg.data()) + ", +64)"},
                  [&] { shmem::get_nbi(local, over, 8, s.me); });
   REQUIRE(shmem::buffer_deregister(reg.data(), reg.size() * sizeof(int)) == 0);
+  REQUIRE(shmem::buffer_deregister(first.data(), first.size() * sizeof(int)) == 0);
 }
 
 TEST_CASE("a size whose byte count or end address overflows") {
@@ -238,8 +250,9 @@ TEST_CASE("an element range outside a symmetric object") {
            std::to_string(nelems) + ") are outside the symmetric object " + hex(a) +
            " of 10 elements (PE " + std::to_string(peer) + ")";
   };
-  expect_failure({DeviceErrorCode::kBadSize, peer, a, outside_obj("put", 8, 5)},
-                 [&] { shmem::put(obj, 8, b.source.data(), 5, peer); });
+  expect_failure(
+      {DeviceErrorCode::kBadSize, peer, a, outside_obj("put", 8, 5), "size out of range"},
+      [&] { shmem::put(obj, 8, b.source.data(), 5, peer); });
   expect_failure({DeviceErrorCode::kBadSize, peer, a, outside_obj("get_nbi", 11, 0)},
                  [&] { shmem::get_nbi(b.local.data(), obj, 11, 0, peer); });
   expect_failure({DeviceErrorCode::kBadSize, peer, a, outside_obj("put_nbi", 1, SIZE_MAX)},

@@ -73,6 +73,34 @@ MORI_DEVICE uint64_t strided_bytes(const char* call, const void* addr, size_t ne
   return byte_count(call, addr, last + 1, elem_bytes, pe);
 }
 
+// Why [a, a + bytes) lies in no symmetric memory: it starts in the heap or in a registered buffer
+// and runs past that memory's end, or it starts in none of them.
+MORI_DEVICE void say_outside(state::Message& m, uint64_t a, uint64_t bytes) {
+  const state::GpuStates& s = state::gpu_states();
+  uint64_t base = s.heap_base, size = s.heap_size;
+  int region = -1;
+  bool starts_inside = a - base < size;
+  for (int i = 0; i < s.n_regions && !starts_inside; ++i) {
+    if (a - s.regions[i].base < s.regions[i].size) {
+      starts_inside = true;
+      region = i;
+      base = s.regions[i].base;
+      size = s.regions[i].size;
+    }
+  }
+  if (!starts_inside) {
+    m << " is neither in the symmetric heap [" << hex(s.heap_base) << ", +" << s.heap_size
+      << ") nor in a registered buffer";
+    return;
+  }
+  m << " runs " << (a + bytes - (base + size)) << " bytes past the end of ";
+  if (region < 0)
+    m << "the symmetric heap";
+  else
+    m << "registered buffer " << region;
+  m << " [" << hex(base) << ", +" << size << ")";
+}
+
 // The symmetric location of [addr, addr + bytes) on PE `pe`. An empty range names no memory, so
 // any address is accepted for it, null included (OpenSHMEM 1.5: a call that moves no data may
 // pass any address): the transports move no bytes for it (RDMA posts no write for an empty put or
@@ -89,11 +117,9 @@ MORI_DEVICE state::RemoteTarget resolve(const char* call, const void* addr, uint
         t.ref = {-1, 0};
         return t;
       }
-      const state::GpuStates& s = state::gpu_states();
       state::fail({state::DeviceErrorCode::kBadAddress, pe, a}, [&](state::Message& m) {
-        m << call << ": address " << hex(a) << " (" << bytes << " bytes) for PE " << pe
-          << " is neither in the symmetric heap [" << hex(s.heap_base) << ", +" << s.heap_size
-          << ") nor in a registered buffer";
+        m << call << ": address " << hex(a) << " (" << bytes << " bytes) for PE " << pe;
+        say_outside(m, a, bytes);
       });
     }
     // Unchecked builds trust the caller: t.ref is the heap's reference (locate).
