@@ -40,19 +40,10 @@
 #include "mori/shmem/single.hpp"
 #include "mori/shmem/strided.hpp"
 #include "mori/shmem/sync.hpp"
+#include "mori/shmem/vocabulary.hpp"
 #include "mori/state/context.hpp"
 
 namespace mori::shmem {
-
-using state::Ctx;
-using state::ctx_status_text;
-using state::CtxStatus;
-using enum state::CtxStatus;  // kCtxCreated, kCtxNoFreeQp, ...
-using state::kCtxDefault;
-using state::kCtxInvalid;
-using state::kCtxNoStore;
-using state::kCtxPrivate;
-using state::kCtxSerialized;
 
 namespace detail {
 

@@ -20,9 +20,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mori/shmem/shared_queries.hpp"
 #include "mori/shmem/unique_id.hpp"
-#include "mori/state/context.hpp"
-#include "mori/state/team.hpp"
+#include "mori/shmem/vocabulary.hpp"
 
 namespace mori::shmem {
 
@@ -49,8 +49,7 @@ int get_unique_id(UniqueId* uid);
 int finalize();
 
 // ---- queries ------------------------------------------------------------------------------------
-int my_pe();          // -1 before init
-int n_pes();          // -1 before init
+// my_pe() and n_pes(): shared_queries.hpp.
 int num_qp_per_pe();  // MORI_NUM_QP_PER_PE (default 4); -1 before init
 // As shmem_pe_accessible: 1 when `pe` is in [0, n_pes()) and this PE reaches it (P2P or RDMA),
 // else 0 (without an error); 0 and the "not initialised" error before init.
@@ -107,20 +106,13 @@ int buffer_deregister(void* ptr, size_t size);
 void* ext_alloc_shareable(size_t size);
 int ext_free_shareable(void* ptr);  // nullptr is a no-op
 
-// Where this process reaches `dest_pe`'s copy of the symmetric object at `ptr` (an address in
-// my_pe's heap), or 0 when dest_pe is not P2P-reachable (another node, MORI_DISABLE_P2P) or ptr is
-// not symmetric.
-uint64_t ptr_p2p(uint64_t ptr, int my_pe, int dest_pe);
+// ptr_p2p(ptr, my_pe, dest_pe): shared_queries.hpp.
 
 // ---- teams (OpenSHMEM 1.5, section 9.4) -------------------------------------------------------
 // A team is a small index (state/team.hpp): kTeamWorld, kTeamShared and kTeamSameLocalIndex are
 // predefined; splits make others, at most MORI_SHMEM_MAX_TEAMS (default 64) live on a PE, the
-// predefined ones included. kTeamInvalid is the spec's SHMEM_TEAM_INVALID.
-using state::kTeamInvalid;
-using state::kTeamSameLocalIndex;
-using state::kTeamShared;
-using state::kTeamWorld;
-using state::Team;
+// predefined ones included. kTeamInvalid is the spec's SHMEM_TEAM_INVALID. Team and the kTeam*
+// names: vocabulary.hpp.
 
 // shmem_team_config_t. num_contexts is a hint: it is kept for team_get_config, and
 // team_create_ctx is not limited by it.
@@ -129,11 +121,7 @@ struct TeamConfig {
 };
 inline constexpr long kTeamNumContexts = 1;  // SHMEM_TEAM_NUM_CONTEXTS, the config_mask bit
 
-// This PE's number in `team`, its size, and src_team's PE src_pe as a PE of dest_team: -1 for a
-// team that is invalid on this PE (or a PE not in dest_team), and before init.
-int team_my_pe(Team team);
-int team_n_pes(Team team);
-int team_translate_pe(Team src_team, int src_pe, Team dest_team);
+// team_my_pe, team_n_pes and team_translate_pe: shared_queries.hpp.
 // Collective over `parent`: the new team holds the parent's PEs start, start + stride, ...,
 // (size of them, numbered in that order). *new_team gets it on its members and kTeamInvalid on the
 // parent's other PEs. 0 on success; on a bad argument (start outside the parent, stride or size
@@ -160,13 +148,7 @@ int team_destroy(Team team);
 // A context is one of this PE's RDMA queue-pair indices (state/context.hpp): QP 0 is kCtxDefault,
 // the others (1 to MORI_NUM_QP_PER_PE - 1) are handed out one per live context from a pool that
 // device code's ctx_create<S> (shmem/ctx.hpp) draws from too. Not collective, and any thread may
-// call them.
-using state::Ctx;
-using state::kCtxDefault;
-using state::kCtxInvalid;
-using state::kCtxNoStore;
-using state::kCtxPrivate;
-using state::kCtxSerialized;
+// call them. Ctx and the kCtx* names: vocabulary.hpp.
 
 // As shmem_ctx_create: *ctx gets a free QP, whatever the options (kCtxPrivate, kCtxSerialized,
 // kCtxNoStore or 0; each context has a QP of its own, so none changes what it gets). 0 on success;

@@ -8,15 +8,15 @@
 
 #include <cstdint>
 
-#include "mori/shmem/host_api.hpp"
+#include "mori/shmem/shared_queries.hpp"
 #include "mori/state/access.hpp"
 #include "mori/state/address.hpp"
 
 namespace mori::shmem {
 
-// my_pe() and n_pes() for kernels. On the host backend device code is host code, and the host API's
-// my_pe() and n_pes() (host_api.hpp) are the only definitions: one function, not two with the same
-// signature. Called from a kernel lane, they answer from the device state, as these do.
+// my_pe() and n_pes() for kernels. On the host backend device code is host code, and the runtime's
+// my_pe() and n_pes() (shared_queries.hpp) are the only definitions: one function, not two with the
+// same signature. Called from a kernel lane, they answer from the device state, as these do.
 #if defined(MORI_ON_AMDGCN)
 MORI_DEVICE int my_pe() { return state::this_pe(); }
 MORI_DEVICE int n_pes() { return state::pe_count(); }
@@ -40,8 +40,8 @@ MORI_DEVICE uint64_t device_ptr_p2p(uint64_t dest, int caller_pe, int dest_pe) {
 }
 }  // namespace detail
 
-// On the host backend the host API's ptr_p2p (host_api.hpp) is the one definition, with the same
-// results (it also says why it returned 0); from a kernel lane it runs device_ptr_p2p.
+// On the host backend the runtime's ptr_p2p (shared_queries.hpp) is the one definition, with the
+// same results (it also says why it returned 0); from a kernel lane it runs device_ptr_p2p.
 #if defined(MORI_ON_AMDGCN)
 MORI_DEVICE uint64_t ptr_p2p(uint64_t dest, int caller_pe, int dest_pe) {
   return detail::device_ptr_p2p(dest, caller_pe, dest_pe);

@@ -18,9 +18,10 @@
 #pragma once
 
 #include "mori/shmem/barrier.hpp"
-#include "mori/shmem/host_api.hpp"
+#include "mori/shmem/shared_queries.hpp"
 #include "mori/state/access.hpp"
 #include "mori/state/device_error.hpp"
+#include "mori/state/internal_area.hpp"
 #include "mori/state/team.hpp"
 
 namespace mori::shmem {
@@ -57,7 +58,7 @@ MORI_DEVICE SyncGroup team_group(const char* call, Team team) {
     }
   }
   const state::TeamDescriptor& t = s.teams[team];
-  const int words = state::kTeamSyncFirstWord + team * state::kTeamSyncWordsPerTeam;
+  const int words = state::team_words(team);
   return {t.start, t.stride, t.size, t.my_pe, words, words + 1, words + 2, team};
 }
 
@@ -68,8 +69,8 @@ MORI_DEVICE void team_collective(const char* call, Team team) {
 
 }  // namespace detail
 
-// On the host backend device code is host code, and the host API's queries (host_api.hpp, with the
-// same results) are the only definitions, as for my_pe (query.hpp): from a kernel lane they run
+// On the host backend device code is host code, and the runtime's queries (shared_queries.hpp, with
+// the same results) are the only definitions, as for my_pe (query.hpp): from a kernel lane they run
 // the device_team_* forms.
 #if defined(MORI_ON_AMDGCN)
 MORI_DEVICE int team_my_pe(Team team) { return detail::device_team_my_pe(team); }
