@@ -14,6 +14,7 @@
 #include "heap/heap_memory.hpp"
 #include "mori/shmem/host_api.hpp"
 #include "mori/state/gpu_states.hpp"
+#include "mori/state/internal_area.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/env.hpp"
 #include "runtime/rdma_network.hpp"
@@ -140,15 +141,13 @@ Runtime* require(const char* api);
 // every entry that touches the device, since HIP's current device is per thread.
 Runtime* require_device(const char* api);
 
-// Bytes of the heap the runtime keeps for itself at offset 0 (device barriers, signals).
-inline constexpr size_t kInternalBytes = 128 << 10;
+using state::kInternalBytes;  // the internal area at offset 0 (state/internal_area.hpp)
 // What the runtime reserves at the start of the heap with the default settings: the internal area,
 // then the collectives' staging (init.cpp); user allocations follow.
 inline constexpr size_t kDefaultReservedBytes =
     kInternalBytes + env::kDefaultMaxTeams * env::kDefaultTeamScratch;
 static_assert(
-    env::kMaxTeamsLimit == (kInternalBytes / sizeof(uint64_t) - state::kTeamSyncFirstWord) /
-                               state::kTeamSyncWordsPerTeam,
+    env::kMaxTeamsLimit == state::kInternalTeams,
     "MORI_SHMEM_MAX_TEAMS's limit: as many teams as the internal area has sync words for");
 
 }  // namespace mori::runtime

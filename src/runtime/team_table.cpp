@@ -26,8 +26,7 @@ Status set_team(Runtime& rt, Team team, const TeamDescriptor& desc) {
   rt.teams[team] = desc;
   auto* device = static_cast<TeamDescriptor*>(rt.d_teams.ptr) + team;
   MORI_TRY(backend::copy_to_device(device, &desc, sizeof desc));
-  uint64_t* words =
-      internal_word(rt, state::kTeamSyncFirstWord + team * state::kTeamSyncWordsPerTeam);
+  uint64_t* words = internal_word(rt, state::team_words(team));
   MORI_TRY(backend::fill_device(words, 0, state::kTeamSyncWordsPerTeam * sizeof(uint64_t)));
   char* scratch = rt.memory->base() + rt.team_scratch_offset + team * rt.settings.team_scratch;
   return backend::fill_device(scratch, 0, rt.settings.team_scratch);

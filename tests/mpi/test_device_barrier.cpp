@@ -113,7 +113,7 @@ template <typename S>
 void run_rounds(const Session& s, int rounds = rounds_per_launch<S>()) {
   Buffers b(s.n);
   Mismatches bad;
-  const uint64_t epoch_before = internal_word(shmem::detail::kBarrierEpoch);
+  const uint64_t epoch_before = internal_word(state::kBarrierEpoch);
   uint64_t round = 1;
   for (int l = 0; l < kLaunches; ++l) {
     launch({1}, block_for<S>(), [&] {
@@ -127,10 +127,9 @@ void run_rounds(const Session& s, int rounds = rounds_per_launch<S>()) {
   // The state persists in the heap: each launch went on from the previous counts, and once every
   // PE is through, the arrivals are exactly epoch * n_pes.
   REQUIRE(shmem::barrier_all() == 0);
-  const uint64_t epoch = internal_word(shmem::detail::kBarrierEpoch);
+  const uint64_t epoch = internal_word(state::kBarrierEpoch);
   CHECK(epoch - epoch_before == 2 * uint64_t{kLaunches} * rounds);
-  CHECK(internal_word(shmem::detail::kBarrierArrivals) +
-            internal_word(shmem::detail::kBarrierRdmaArrivals) ==
+  CHECK(internal_word(state::kBarrierArrivals) + internal_word(state::kBarrierRdmaArrivals) ==
         epoch * s.n);
   // Each word counts one kind of atomic: the RDMA word the arrivals of the PEs this PE is reached
   // from over RDMA, the P2P word the rest (this PE's own among them).
@@ -138,7 +137,7 @@ void run_rounds(const Session& s, int rounds = rounds_per_launch<S>()) {
   for (int pe = 0; pe < s.n; ++pe)
     rdma_peers += (shmem::globalGpuStates.transports[pe] & 15) ==
                   static_cast<uint8_t>(mori::state::Transport::kRdma);
-  CHECK(internal_word(shmem::detail::kBarrierRdmaArrivals) == epoch * rdma_peers);
+  CHECK(internal_word(state::kBarrierRdmaArrivals) == epoch * rdma_peers);
   REQUIRE(shmem::barrier_all() == 0);
 }
 
@@ -200,6 +199,6 @@ TEST_CASE_TEMPLATE("barrier_all: a barrier one PE never reaches times out on the
 
 TEST_CASE("barrier_all: after a timed-out barrier, a new session starts in step") {
   Session s;
-  CHECK(internal_word(shmem::detail::kBarrierEpoch) == 0);
+  CHECK(internal_word(state::kBarrierEpoch) == 0);
   run_rounds<Thread>(s);
 }

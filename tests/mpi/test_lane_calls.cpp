@@ -146,7 +146,7 @@ TEST_CASE("lane calls: a host-only call in a kernel fails the launch, naming it"
 
 TEST_CASE("lane calls: barrier_all() in a kernel is the device barrier of every PE") {
   Session s;
-  const uint64_t* epoch = shmem::globalGpuStates.internal + shmem::detail::kBarrierEpoch;
+  const uint64_t* epoch = shmem::globalGpuStates.internal + mori::state::kBarrierEpoch;
   const uint64_t before = *epoch;
   CHECK(launch_error({1}, {1}, [] { shmem::barrier_all(); }) == "");
   CHECK(*epoch == before + 1);  // the host's barrier would leave the device's count alone

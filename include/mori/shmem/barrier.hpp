@@ -24,6 +24,7 @@
 
 #include "mori/core/scope.hpp"
 #include "mori/shmem/sync.hpp"
+#include "mori/state/internal_area.hpp"
 #include "mori/state/spin.hpp"
 #include "mori/state/team.hpp"
 #include "mori/transport/dispatch.hpp"
@@ -32,34 +33,7 @@ namespace mori::shmem {
 
 namespace detail {
 
-// The runtime's internal area (GpuStates::internal): 128 KiB at the same heap offset on every PE,
-// zeroed at init, in 64-bit words. Symmetric words are updated by other PEs through the
-// transports; local ones only by this PE. A later user takes a reserved word and adds its row.
-//
-//   word  name                  kind       written by                      holds
-//   0     kBarrierArrivals      symmetric  barrier_all of each PE reached  arrivals since init
-//                                          over P2P (AMO add 1)
-//   1     kBarrierEpoch         local      this PE's barrier_all caller    its calls since init
-//   2     kBarrierRdmaArrivals  symmetric  barrier_all of each PE reached  arrivals since init
-//                                          over RDMA (AMO add 1)
-//   3-7   reserved              -          nobody yet (0): signals         -
-//   8-63  free
-//   64-   team syncs            both       team_sync, team_barrier, the    per team index t: words
-//                                          collectives (team.hpp)          64 + 5t, 65 + 5t and
-//                                          66 + 5t as words 0, 1 and 2 (state::kTeamSyncFirstWord),
-//                                          67 + 5t and 68 + 5t (local) the team's flagged
-//                                          collectives so far in boxes and in lines
-//                                          (coll/flags.hpp); up to MORI_SHMEM_MAX_TEAMS
-//
-// Arrivals count in two words, one per kind of atomic, because a NIC's atomics and a GPU's are not
-// atomic with respect to each other: the NIC reads, adds and writes back over PCIe, and an
-// XGMI/P2P atomic on the same word in between is lost (the software NIC behaves the same way: its
-// atomics hold a lock that P2P atomics do not take). Each word takes one kind only, and the waiter
-// adds the two.
-inline constexpr int kBarrierArrivals = 0;
-inline constexpr int kBarrierEpoch = 1;
-inline constexpr int kBarrierRdmaArrivals = 2;
-inline constexpr int kInternalLaidOutWords = 8;  // words 0-7: this table
+// The internal area's words: state/internal_area.hpp.
 
 MORI_DEVICE uint64_t* internal_word(int word) { return state::gpu_states().internal + word; }
 
@@ -71,8 +45,8 @@ MORI_DEVICE state::RemoteTarget internal_target(int word, int pe) {
 }
 
 // Who takes part in a sync and where it counts: the world PEs start, start + stride, ... (size of
-// them, this PE the my_index-th), counting in three words of the internal area. `team` names them in
-// messages: kTeamInvalid for barrier_all, which names no team.
+// them, this PE the my_index-th), counting in three words of the internal area. `team` names them
+// in messages: kTeamInvalid for barrier_all, which names no team.
 struct SyncGroup {
   int start, stride, size, my_index;
   int arrivals_word, epoch_word, rdma_arrivals_word;
@@ -105,7 +79,7 @@ MORI_DEVICE void sync_leader(const char* call, const SyncGroup& g) {
   const uint64_t epoch = *epoch_word + 1;
   *epoch_word = epoch;
   // Peers first, from the next one on, to spread the AMOs. The index wraps by a subtraction: a
-  // `%` by the runtime size is an integer division, about 25 instructions on amdgcn.
+  // `%` by the runtime size would be an integer division, which amdgcn does in software.
   for (int i = 1, k = g.my_index + 1; i <= g.size; ++i, ++k) {
     if (k >= g.size) k -= g.size;
     const int pe = g.start + k * g.stride;
@@ -163,8 +137,8 @@ template <Scope S = Thread>
 MORI_DEVICE void barrier_all() {
   detail::scoped_sync<S>([] {
     detail::sync_leader<true>(
-        "barrier_all", {0, 1, state::pe_count(), state::this_pe(), detail::kBarrierArrivals,
-                        detail::kBarrierEpoch, detail::kBarrierRdmaArrivals, state::kTeamInvalid});
+        "barrier_all", {0, 1, state::pe_count(), state::this_pe(), state::kBarrierArrivals,
+                        state::kBarrierEpoch, state::kBarrierRdmaArrivals, state::kTeamInvalid});
   });
 }
 

@@ -69,14 +69,4 @@ constexpr int team_translate(const TeamDescriptor* table, int max_teams, Team sr
   return world < 0 ? -1 : team_pe_of(*dest, world);
 }
 
-// The symmetric internal area's words (GpuStates::internal, laid out in mori/shmem/barrier.hpp)
-// of a team: five per team index, from kTeamSyncFirstWord on: P2P arrivals, epoch and RDMA
-// arrivals (its syncs, as barrier_all's words 0-2), then the numbers of its flagged collectives
-// in boxes (kTeamCollCallWord, with the last-was-flagged bit) and in lines
-// (kTeamCollLineCallWord), both local (mori/shmem/coll/flags.hpp).
-inline constexpr int kTeamSyncFirstWord = 64;
-inline constexpr int kTeamSyncWordsPerTeam = 5;
-inline constexpr int kTeamCollCallWord = 3;
-inline constexpr int kTeamCollLineCallWord = 4;
-
 }  // namespace mori::state

@@ -1,47 +1,10 @@
 // The flagged algorithm of the small collectives on a direct team (every member over P2P): no
-// meeting of the team at all. Each member stores its payload for member j straight into j's
-// mailbox for it, then a flag word before it holding the call's number; each member waits until
-// the flag of every member that sends it something holds the number, then reads those mailboxes.
-// One one-way trip between PEs, where a push and a barrier take three (the payload, the arrival,
-// and the other arrivals). This is the low-latency ("LL") protocol of NCCL and NVSHMEM; here a flag
-// is one word per mailbox rather than one in every 8 bytes, so the writer orders the two with a
-// release fence.
-//
-// Two kinds of mailbox, each a ring of sets taken in turn by its own calls, one mailbox per member
-// in each set: the flag word first, the payload after it.
-//   lines  128 bytes each, a GPU's cache line (a payload of at most 120 bytes, as NCCL's LL128):
-//          the staging area's first half, in a power-of-two number of sets from 16 to 128 (128 at
-//          2 PEs with the default area, 64 at 4, 32 at 8). The payload shares the flag's line, so
-//          the reader fetches one line per member.
-//   boxes  the second half in kBoxSets = 16 sets (512 bytes each at 4 PEs with the default area),
-//          for payloads up to kFlaggedMaxBytes that fit; and always for collect, whose members'
-//          payloads differ, so that they cannot agree on lines before reading each other's counts.
-// A call takes lines when its payload fits one and the team has at least 16 sets of them, else a
-// box when the payload fits one: every member decides alike (coll/common.hpp). The flag's word
-// never holds payload, which could pass for a call's number. A staged algorithm uses the whole area,
-// but only on teams that are not direct, which never take mailboxes.
-//
-// Lagged acknowledgements, per kind (what follows holds for each kind's own calls and sets; the
-// other kind's calls come in between). Every member sends every member a flag in every call (an
-// empty payload where it has nothing to send), after it has finished its previous call: member j's
-// flag of call a in this PE's mailboxes says that j has read its mailboxes of every call before a.
-// Call c reuses the set of call c - sets, so before writing j's mailbox in call c a member must know
-// that j has flagged c - sets + 1. It checks once every sets / 2 calls (`ack_every`): in call c, a
-// multiple of ack_every, it waits until every member has flagged c - ack_every + 1, which covers
-// calls c .. c + ack_every - 1 (at once true after an all-to-all call, which waited for every flag
-// of call c - 1). A member that receives from one member only (broadcast) waits for that one: the
-// root never waits for the others' flags of its call and runs up to sets - 1 calls ahead, as
-// OpenSHMEM's broadcast may; on lines, far enough that members which share a core with it
-// (mpirun --oversubscribe) need to take turns with it less often. A flag in a set only grows (a,
-// a + sets, ...), hence the check's "at least"; and a member writes a + sets there only after this
-// PE has flagged a + 1, so a wait for a call's own flag never misses it.
-//
-// Run-ahead and the user's dest: after a flagged call, a member may still be copying its mailboxes
-// into its dest while another has returned. A following algorithm that stores into other members'
-// dest before meeting them (a push) meets them first (settle()); the box call word's top bit says
-// that the team's last collective was flagged, of either kind. The two call numbers and the bit are
-// local words per team (barrier.hpp's table); team creation zeroes them and the mailboxes, so that
-// no flag is stale.
+// meeting of the team. Each member stores its payload for member j into j's mailbox for it, then a
+// flag word holding the call's number; a member waits until the flag of every member that sends it
+// something holds the number, then reads those mailboxes (NCCL's and NVSHMEM's LL protocol, one
+// flag word per mailbox). Mailboxes are rings of sets, reused once every member has flagged a later
+// call (lagged acknowledgements). docs/collectives.md, "The flagged protocol", gives the mailbox
+// kinds, the acknowledgement rule and why a run-ahead root never overwrites an unread mailbox.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +12,7 @@
 
 #include "mori/core/copy.hpp"
 #include "mori/shmem/coll/common.hpp"
+#include "mori/state/internal_area.hpp"
 #include "mori/state/spin.hpp"
 
 namespace mori::shmem::detail::coll {
