@@ -8,10 +8,10 @@
 # in a VGPR lane, and that VGPR in scratch (the few scratch bytes of its table). A kernel that links
 # the bitcode inlines them and has no callee-saved registers. This links two kernels to <bitcode>,
 # inlines and optimizes them as a front end would (internalize, O2), and fails unless each has no
-# scratch, makes no call, runs 8 waves per SIMD and stays within its VGPRs (moe_signal: issue 16's
+# scratch, makes no call, runs 8 waves per SIMD and stays within its VGPRs (moe_signal: its
 # target, 48; hot_paths the same since 2026-11-28, when it needed 44; on gfx950 51, below):
 #   hot_paths   calls p, g, put, get, quiet, fetch_add, wait_until and barrier_all;
-#   moe_signal  issue 16's reference user kernel: each warp puts with a signal (putmem_nbi_signal,
+#   moe_signal  the reference user kernel: each warp puts with a signal (putmem_nbi_signal,
 #               warp scope, SIGNAL_ADD) to one of several PEs, and thread 0 waits on the signal.
 set -euo pipefail
 bitcode=$1 arch=$2
@@ -95,8 +95,8 @@ for kernel in hot_paths moe_signal; do
     echo "isa_kernel: $kernel runs $waves waves per SIMD, fewer than 8" >&2
     fail=1
   fi
-  # Issue 16's target, 48, is LLVM 19's on gfx942. LLVM 22 gives the same code 2-3 VGPRs more, on
-  # gfx942 as on gfx950 (docs/benchmarks.md, "gfx950"): gfx950, which only LLVM 22 compiles, is
+  # The target, 48, is LLVM 19's on gfx942. LLVM 22 gives the same code 2-3 VGPRs more, on
+  # gfx942 as on gfx950 (docs/benchmarks.md, "The device code"): gfx950, which only LLVM 22 compiles, is
   # held to its measured 51.
   max_vgprs=48
   [ "$arch" != gfx950 ] || max_vgprs=51

@@ -60,7 +60,7 @@ for row in "${rows[@]}"; do
     verdict="OVER ($budget + 10%)"
     fail=1
   fi
-  # A target (issue 16: mori's own figure) has no tolerance.
+  # A target (mori's own figure) has no tolerance.
   if [ "$target" != - ] && [ "$executed" -gt "$target" ]; then
     verdict="OVER the target ($target)"
     fail=1

@@ -1,6 +1,6 @@
 // moe_bench: MoE expert-parallel dispatch and combine (examples/moe) timed on mori's device API,
 // beside the same exchange written with MPI (moe_mpi.hpp) and a memcpy of the same bytes, in one
-// run (issue 43, item 3):
+// run:
 //
 //   mpirun -np 2 build/bench/moe_bench                       # 128..8192 tokens, both modes
 //   mpirun -np 2 build/bench/moe_bench -b 4096 -e 4096 --mode normal --fp8 --json

@@ -1,5 +1,5 @@
 # A test group that cannot be registered fails the configure step instead of vanishing from the suite with a
-# warning (issue 19). Each place that registers a group only when its tools are found calls
+# warning. Each place that registers a group only when its tools are found calls
 # mori_test_group_unavailable(<group> <why>) when they are not. Groups named in MORI_SKIP_TEST_GROUPS are left out
 # on purpose, with a status line; scripts/test.sh also holds the suite to the README's test count.
 set(MORI_SKIP_TEST_GROUPS "" CACHE STRING

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shmem benchmarks between two nodes (issue 42): two network namespaces of one PE each (scripts/netns.sh), the
+# The shmem benchmarks between two nodes: two network namespaces of one PE each (scripts/netns.sh), the
 # PEs' software NICs talking RoCEv2 over the veths and the bridge. In the same run, the bound: what the veth path
 # carries between the two namespaces (build/bench/veth_bw: UDP datagrams of a 1024 B path-MTU packet's size, and
 # the round trip of a small one). Prints a perftest-style table with the bound beside each figure.

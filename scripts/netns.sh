@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # "Nodes" as Linux network namespaces, so that the software NIC of each PE sends real RoCEv2 datagrams to the PEs of
-# other nodes (issue 42). With prefix P:
+# other nodes. With prefix P:
 #   P-br        the wire: bridge br0 (no STP, forwarding delay 0) holding the other end of every veth below
 #   P<i>        node i: eth0 198.18.0.(i+1)/24 (the bootstrap's interface, MORI_SOCKET_IFNAME) and nic<j>
 #               198.19.i.(j+1)/16 for each PE j of the node (its software NIC, MORI_SOFTNIC_IFNAME; the address is

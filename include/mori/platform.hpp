@@ -29,8 +29,7 @@ MORI_DEVICE int block_rank() {
 }
 MORI_DEVICE int grid_blocks() { return static_cast<int>(grid_dim().count()); }
 // The same in every lane of a warp, so taken as a scalar: the GPU then keeps no thread index
-// components in VGPRs for it (with provider/inline_data.hpp, issue 16's warp put with signal went
-// from 66 VGPRs to 52).
+// components in VGPRs for it.
 MORI_DEVICE int warp_id() { return static_cast<int>(uniform(thread_rank())) / warp_size(); }
 // Lanes that exist in this warp: the last warp of a block whose size is not a multiple of the width
 // is partial.

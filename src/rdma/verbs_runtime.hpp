@@ -12,8 +12,9 @@
 namespace mori::rdma {
 
 // What the backend contributes: how the GPU reaches host-side queue memory, where the queues
-// should live, how GPU memory is exported for registration, and which GPU this PE drives. The host backend leaves them empty
-// (the identity mapping, plain registration, local_rank % count for the device).
+// should live, how GPU memory is exported for registration, and which GPU this PE drives. The host
+// backend leaves them empty (the identity mapping, plain registration, local_rank % count for the
+// device).
 struct GpuHooks {
   MapToDevice map_to_device;          // VerbsConfig::map_to_device
   UnmapFromDevice unmap_from_device;  // VerbsConfig::unmap_from_device

@@ -45,7 +45,8 @@ void free_host_visible(void* p);
 // Memory that same-node peers can map into their own address space (buffer_register_symmetric):
 // hipMalloc memory on the hip backend (exported as a hipIpcMemHandle), memfd memory from
 // alloc_shareable on the host backend (exported as this process's pid and descriptor number, which
-// a peer duplicates with pidfd_getfd). A handle is plain bytes, sent to peers through the bootstrap.
+// a peer duplicates with pidfd_getfd). A handle is plain bytes, sent to peers through the
+// bootstrap.
 struct ShareableHandle {
   uint8_t bytes[120];
   uint64_t offset;  // of the exported range within its allocation

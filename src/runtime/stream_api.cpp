@@ -111,8 +111,8 @@ constexpr size_t kElementSize[] = {MORI_FOR_EACH_TYPE(MORI_ELEMENT_SIZE_)};
 #define MORI_ELEMENT_INTEGRAL_(type, name) std::is_integral_v<type>,
 constexpr bool kElementIntegral[] = {MORI_FOR_EACH_TYPE(MORI_ELEMENT_INTEGRAL_)};
 #undef MORI_ELEMENT_INTEGRAL_
-// The number the stream kernel runs each type under: its first entry's (signed char is int8_t, and the
-// kernel compiles one reduction per type, runtime/stream_op_run.hpp).
+// The number the stream kernel runs each type under: its first entry's (signed char is int8_t, and
+// the kernel compiles one reduction per type, runtime/stream_op_run.hpp).
 #define MORI_ELEMENT_INDEX_(type, name) mori::shmem::detail::element_type_index<type>(),
 constexpr int kElementIndex[] = {MORI_FOR_EACH_TYPE(MORI_ELEMENT_INDEX_)};
 #undef MORI_ELEMENT_INDEX_

@@ -16,10 +16,11 @@ namespace mori::runtime {
 
 namespace detail {
 
-// MORI_STREAM_REDUCE_ONE_TYPE (cmake/MoriStreamKernel.cmake): the stream kernel runs the reductions of
-// float alone. The reductions are nine tenths of the kernel's code and of its compile (about 20 s of
-// clang-19 codegen per element type for gfx942); the CI's hip sub-build, whose stand-in records launches
-// and runs none, builds it so (docs/testing.md). Every product build compiles all types.
+// MORI_STREAM_REDUCE_ONE_TYPE (cmake/MoriStreamKernel.cmake): the stream kernel runs the reductions
+// of float alone. The reductions are nine tenths of the kernel's code and of its compile (about 20
+// s of clang-19 codegen per element type for gfx942); the CI's hip sub-build, whose stand-in
+// records launches and runs none, builds it so (docs/testing.md). Every product build compiles all
+// types.
 #ifdef MORI_STREAM_REDUCE_ONE_TYPE
 inline constexpr int kOnlyReduceType = shmem::detail::element_type_index<float>();
 #else
@@ -27,8 +28,8 @@ inline constexpr int kOnlyReduceType = -1;
 #endif
 
 // The reduction of element type number I of MORI_FOR_EACH_TYPE, if `op` names it. An entry that is
-// another name of an earlier type (signed char is int8_t) compiles nothing: element_type_index never
-// gives its number, so no _on_stream call sends it.
+// another name of an earlier type (signed char is int8_t) compiles nothing: element_type_index
+// never gives its number, so no _on_stream call sends it.
 template <Scope S, bool kScatter, typename T, int I>
 MORI_DEVICE bool reduce_if(const StreamOp& op) {
   if constexpr (shmem::detail::element_type_index<T>() != I ||

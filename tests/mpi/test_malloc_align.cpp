@@ -3,8 +3,8 @@
 // with the same offset everywhere, also once odd-sized objects and frees have fragmented the heap.
 // An alignment above the limit is refused with the limit in the reason.
 //
-// Issue 17: the allocator aligned the offset inside the heap, so a 4 MiB request came back 2 MiB
-// aligned whenever the heap was mapped at a 2 MiB boundary.
+// A regression: the allocator once aligned the offset inside the heap, so a 4 MiB request came back
+// 2 MiB aligned whenever the heap was mapped at a 2 MiB boundary.
 #include <doctest/doctest.h>
 #include <mpi.h>
 

@@ -1,4 +1,4 @@
-# netns.wire_capture_<nic>: Wireshark as the oracle we did not write (issue 42). wire_capture.sh captures the bridge
+# netns.wire_capture_<nic>: Wireshark as the oracle we did not write. wire_capture.sh captures the bridge
 # while mori_netns_wire_capture (4 ranks, only PE 0 -> PE 2 on the wire) puts, gets and fetch-adds, with an nftables
 # rule in node 1 that drops one packet of the first put; then mori_netns_capture_check reads the capture: nothing
 # malformed under Wireshark's InfiniBand dissector, every ICRC right (zlib, IBTA A17.8), and the opcodes, PSNs and

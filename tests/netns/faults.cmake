@@ -1,4 +1,4 @@
-# netns.fault_*: faults of the network (issue 42, deliverable 4). Each runs tests/netns/wire_traffic.cpp (4 ranks, 2
+# netns.fault_*: faults of the network. Each runs tests/netns/wire_traffic.cpp (4 ranks, 2
 # nodes, every byte checked) while the wire misbehaves; tests/netns/fault.sh <case> sets the fault up and takes it
 # down. No sch_netem in this kernel: loss is nftables in the node namespaces, delay with jitter, reordering and
 # duplication are tests/netns/wire_switch.cpp, a userspace switch in the bridge namespace (faults.sh).

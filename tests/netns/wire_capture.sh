@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# netns.wire_capture_<nic>: the software NIC's packets between two nodes, checked by Wireshark (issue 42). With the
+# netns.wire_capture_<nic>: the software NIC's packets between two nodes, checked by Wireshark. With the
 # nodes up (MORI_TEST_NETNS=<prefix>, 2 nodes of 2 PEs):
 #   1. an nftables rule in node 1 drops the first RDMA WRITE Middle that arrives on its nic0 (the capture, on the
 #      bridge, still sees it): the first put of wire_capture.cpp loses one packet and must retransmit it;

@@ -57,8 +57,8 @@ MORI_DEVICE void copy_units(char* dst, const char* src, size_t count) {
 // loads in flight before the stores. One source and one destination pointer advance; the unrolled
 // accesses sit at multiples of the stride (16 * size) from them. kOpaqueStride: the stride, the
 // same in every lane, reaches the loop as an opaque scalar. Seen through, loop strength reduction
-// kept a 64-bit pointer per access and per side (a warp-scope put with signal: 74 VGPRs, 6 waves
-// per SIMD; with it, 72 and 7). Thread's stride is the constant 16, which the accesses take as
+// keeps a 64-bit pointer per access and per side, VGPRs that cost a warp-scope put with signal a
+// wave per SIMD. Thread's stride is the constant 16, which the accesses take as
 // immediate offsets. Written for any platform, so that the host's unit tests run it lane by lane.
 template <bool kOpaqueStride, size_t kUnroll = 4, typename Load, typename Store>
 MORI_DEVICE void copy_vectors_interleaved(char* dst, const char* src, size_t count, size_t rank,
@@ -87,9 +87,8 @@ MORI_DEVICE void copy_vectors(char* dst, const char* src, size_t count) {
     auto store = [](char* p, Vec16 v) { platform::store16_global(p, v); };
     if constexpr (std::is_same_v<S, Warp>) {
       // A whole warp strides by a constant, and an iteration's four accesses are immediate
-      // offsets from one address per side; the last warp of a block, when partial, moves a vector
-      // per iteration. Issue 16's reference kernel (a warp put with signal): 52 VGPRs with the
-      // runtime stride, 48 so.
+      // offsets from one address per side (fewer VGPRs than the runtime stride); the last warp of
+      // a block, when partial, moves a vector per iteration.
       if (S::size() == platform::warp_size())
         copy_vectors_interleaved<false>(dst, src, count, S::rank(), platform::warp_size(), load,
                                         store);
@@ -131,10 +130,10 @@ MORI_DEVICE void copy(void* dst, const void* src, size_t bytes) {
   // The bulk: 16-byte vectors when both pointers can be 16-byte aligned at once and are global
   // (global_load/store_dwordx4, several loads in flight), else 4-byte words when both can be
   // 4-byte aligned; else none. A flat pointer to LDS or scratch takes the word loop, where the
-  // vector loop in flat form was a second copy of it; each loop is about 30 instructions in every
+  // vector loop in flat form would be a second copy of it; every loop is inlined into each
   // scope's copy, so there is one per unit, and the bytes before and after the bulk share one.
-  // Units are constants per branch: a division by a runtime unit was a 64-bit software divide
-  // (about 130 instructions on amdgcn).
+  // Units are constants per branch: a division by a runtime unit is a 64-bit software divide on
+  // amdgcn.
   size_t head = 0, body = 0;
   // Three tests and one branch: short-circuited, each test was a divergent branch of its own.
   bool vectors = phase == 0;

@@ -44,8 +44,9 @@ struct Block {
 template <typename S>
 concept Scope = std::same_as<S, Thread> || std::same_as<S, Warp> || std::same_as<S, Block>;
 
-// Calls f.template operator()<S>() for S = Thread, Warp, Block, in that order: the one sweep for code
-// that instantiates or tests every scope (device code on the GPU; any code on the host backend).
+// Calls f.template operator()<S>() for S = Thread, Warp, Block, in that order: the one sweep for
+// code that instantiates or tests every scope (device code on the GPU; any code on the host
+// backend).
 template <typename F>
 MORI_DEVICE void for_each_scope(F&& f) {
   f.template operator()<Thread>();

@@ -234,8 +234,8 @@ MORI_DEVICE void store16_global(void* p, Vec16 v) { *(detail::GlobalVec16*)p = v
 // `spin` (the wait's iteration, for the host's back-off) is not needed here.
 MORI_DEVICE void relax(uint32_t /*spin*/ = 0) { __builtin_amdgcn_s_sleep(1); }
 // s_memrealtime counts a constant 100 MHz clock on gfx9 (CDNA ISA guides, "S_MEMREALTIME";
-// kClockTickNs). Waits keep their deadlines in its ticks (GpuStates::timeout_ticks): a conversion
-// to nanoseconds is a 64-bit multiply, 4 instructions at every wait.
+// kClockTickNs). Waits keep their deadlines in its ticks (GpuStates::timeout_ticks), so that no
+// wait converts to nanoseconds (a 64-bit multiply).
 MORI_DEVICE uint64_t clock_ticks() { return __builtin_amdgcn_s_memrealtime(); }
 MORI_DEVICE uint64_t clock_ns() { return clock_ticks() * kClockTickNs; }
 // The GPU has no stderr without the device libraries' hostcall; callers record the reason in the

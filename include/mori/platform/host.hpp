@@ -180,9 +180,9 @@ inline void store16_global(void* p, Vec16 v) { *static_cast<Vec16*>(p) = v; }
 // about 140 cycles on recent x86, would delay seeing it), then each iteration pauses and every 16th
 // yields the core. When the machine's PEs outnumber its CPUs (mpirun --oversubscribe), the PE
 // awaited may be waiting for this one's core: the runtime says so (set_oversubscribed), and waits
-// then re-test only kOversubscribedSpins times before yielding on every iteration. A lane of a failed
-// launch unwinds at a yield instead of spinning forever. relax() without a count keeps one per
-// thread and always pauses (bench/compare/notes.md).
+// then re-test only kOversubscribedSpins times before yielding on every iteration. A lane of a
+// failed launch unwinds at a yield instead of spinning forever. relax() without a count keeps one
+// per thread and always pauses (bench/compare/notes.md).
 inline constexpr uint32_t kBusySpins = 512;
 inline constexpr uint32_t kOversubscribedSpins = 32;
 namespace host {

@@ -37,9 +37,10 @@
 // provider_word[kWordMtu] is the path MTU in bytes (a power of two), for psn_packets().
 //
 // Atomics are 64-bit only: InfiniBand atomics are 8 bytes and bnxt_re has no extended (32-bit or
-// masked) ones (bnxt_re_build_atomic_sqe carries no width). So kNativeAtomic32 is false: the engine
-// emulates a 32-bit operation with a 64-bit compare-swap loop on the aligned word that holds it (a
-// 64-bit fetch-add would carry into the neighbour). post_atomic never runs a 32-bit request as 64.
+// masked) ones (bnxt_re_build_atomic_sqe carries no width). So kNativeAtomic32 is false: the
+// transport (transport/rdma.hpp) emulates a 32-bit operation with a 64-bit compare-swap loop on the
+// aligned word that holds it (a 64-bit fetch-add would carry into the neighbour), and the engine
+// refuses a 32-bit atomic request. post_atomic never runs a 32-bit request as 64.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,9 @@
 // The payload of an inline RDMA write, gathered from memory in 4-byte words.
 //
 // A put of at most a provider's kMaxInlineBytes carries its bytes in the WQE, from a source whose
-// length and alignment are known only at run time. Copied byte by byte, each byte took a register
-// of its own before the provider packed them (28 VGPRs for MLX5's 28 bytes: the peak of issue 16's
-// reference kernel). Here the source is read as the aligned 4-byte words that hold it, each loaded
+// length and alignment are known only at run time. Copied byte by byte, each byte would take a
+// register of its own before the provider packed them. Here the source is read as the aligned
+// 4-byte words that hold it, each loaded
 // only if it holds a byte of the payload, and shifted into place: at most kBytes / 4 + 1 loads and
 // kBytes / 4 registers. The bytes past `n` are zero, as a WQE zero-fills them.
 //

@@ -15,8 +15,9 @@
 //  - Every byte of the entry is written (rdma-core memsets it first, ionic_prep_sq_wqe), so no
 //    byte of the previous pass survives.
 //  - 32-bit atomics: the atomic body has no length; the NIC does 8-byte atomics only
-//    (kNativeAtomic32 = false). The engine emulates 4-byte operations on the aligned 8 bytes
-//    around them (a compare-swap loop); post_atomic traps on width 4 rather than widen silently.
+//    (kNativeAtomic32 = false). The transport (transport/rdma.hpp) emulates 4-byte operations on
+//    the aligned 8 bytes around them (a compare-swap loop); post_atomic traps on width 4 rather
+//    than widen silently.
 //
 // Engine obligations for this provider:
 //  - WorkRequest::sq_wqes must carry the SQ depth (ep.sq_wqes): the COLOR flag of every entry is

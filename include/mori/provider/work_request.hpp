@@ -1,30 +1,8 @@
 // The provider-neutral description of one RDMA work request and of completion progress: what the
-// IBGDA engine (transport/rdma.hpp) hands a provider to encode, and what a provider's completion
-// parser hands back. The software NIC decodes a provider's WQE bytes back into the same struct.
-//
-// Every provider (provider/mlx5.hpp, bnxt.hpp, ionic.hpp) is a struct of static members, with no
-// state and no concurrency logic (the engine owns both):
-//
-//   static constexpr const char* kName;         "mlx5", "bnxt", "ionic"
-//   static constexpr uint32_t kWqeBytes;        bytes of one SQ entry; every work request takes
-//                                               exactly one
-//   static constexpr uint32_t kMaxInlineBytes;  the largest inline write that fits one entry
-//   static constexpr uint32_t kCqeBytes;        bytes of one CQ entry
-//   static constexpr bool kNativeAtomic32;      the NIC has 32-bit atomics (else the engine
-//                                               emulates them)
-//   template <bool IsRead> static void post_read_write(void* wqe, const WorkRequest& wr);
-//       RDMA write or read, the opcode a compile-time constant
-//   static void post_inline_write(void* wqe, const WorkRequest& wr);
-//       RDMA write of wr.inline_data, carried in the entry
-//   static void post_atomic(void* wqe, const WorkRequest& wr);
-//       fetch-add or compare-swap, 4 or 8 bytes
-//   static void ring_doorbell(state::RdmaEndpoint& ep, uint64_t next_index, const void* last_wqe);
-//       makes entries [.., next_index) visible to the NIC: doorbell record, then doorbell register
-//   static CqPoll poll_cq(state::RdmaEndpoint& ep);
-//       consumes new completions; reports the highest completed WQE index, or a decoded error
-//
-// All are MORI_DEVICE: they run in GPU kernels (and in host-backend lanes). The NicProvider concept
-// (provider/concepts.hpp) states the whole requirement, with sq_bytes() and the engine's hooks.
+// IBGDA engine (transport/rdma_engine.hpp) hands a provider to encode, and what a provider's
+// completion parser hands back. The software NIC decodes a provider's WQE bytes back into the same
+// struct. What a provider must have (its sizes, encoders, doorbell and CQ poll) is the NicProvider
+// concept, provider/concepts.hpp.
 #pragma once
 
 #include <cstdint>

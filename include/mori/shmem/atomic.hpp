@@ -25,10 +25,11 @@
 //
 // Ordering: every AMO is atomic with respect to every other AMO on the same location, from any PE,
 // the owner included, on every transport (the AMO table routes them so: docs/device-api.md,
-// "Atomicity across transports"), and is otherwise relaxed at system scope. It orders nothing else: a thread that needs its earlier
-// puts delivered before an AMO calls fence(pe) in between, and one that needs the AMO complete (for
-// non-fetching AMOs) calls quiet(pe). Fetching AMOs return the value the location held just before
-// the operation. This is OpenSHMEM's contract, and it lets P2P issue a single relaxed instruction.
+// "Atomicity across transports"), and is otherwise relaxed at system scope. It orders nothing else:
+// a thread that needs its earlier puts delivered before an AMO calls fence(pe) in between, and one
+// that needs the AMO complete (for non-fetching AMOs) calls quiet(pe). Fetching AMOs return the
+// value the location held just before the operation. This is OpenSHMEM's contract, and it lets P2P
+// issue a single relaxed instruction.
 //
 // `qp` picks one of the PE's RDMA queue pairs (MORI_NUM_QP_PER_PE); P2P ignores it.
 #pragma once
@@ -165,8 +166,9 @@ using AmoValue = std::type_identity_t<T>;
 //   COMPARE  T atomic_compare_swap(T* dest, cond, value, pe, qp)  writes `value` only if the
 //                                                                 location holds `cond`
 // R is void for the non-fetching operations and the old value (T) for the fetching ones. A T
-// outside the row's AMO type class fails to compile, with the class's types (MORI_AMO_TYPES_<kind>).
-// Each fetching row also has its nbi form, OpenSHMEM's shmem_atomic_<op>_nbi:
+// outside the row's AMO type class fails to compile, with the class's types
+// (MORI_AMO_TYPES_<kind>). Each fetching row also has its nbi form, OpenSHMEM's
+// shmem_atomic_<op>_nbi:
 //   void atomic_<op>_nbi(T* fetch, <the parameters above>)
 // which writes the old value to `fetch` (any local memory of the calling thread) no later than
 // the next quiet (quiet(), or quiet(pe) for the target PE) returns; read `fetch` only after it.

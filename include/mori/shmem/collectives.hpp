@@ -22,36 +22,11 @@
 // may be reused. Elements are counted per call; reductions take the 11 element types of the typed
 // RMA, the bitwise ones only the integer types.
 //
-// Algorithms (coll/flags.hpp, coll/move.hpp, coll/reduce.hpp). A team is "direct" when every
-// member is reached over P2P (one node, P2P not disabled); otherwise some member is reached over
-// RDMA. "Flagged" is the direct choice up to 1 KiB per member (and what a mailbox holds): each
-// member stores its payload and a flag into every member's mailbox, and waits for the flags of
-// the members that send it something, with no meeting of the team (broadcast: the others send an
-// empty payload and wait for the root alone, which may run ahead).
-//
-//   collective        direct team                          with RDMA members
-//   broadcast         flagged; < 16 KiB: root pushes,      root pushes to each member, barrier
-//                     barrier; >= 16 KiB: all pull from
-//                     the root at once between two syncs
-//   fcollect, alltoall  flagged; else each member pushes its blocks, barrier
-//   alltoalls         each member pushes its blocks, barrier
-//   collect           counts (and blocks that fit)         counts through the staging area and
-//                     flagged; blocks that do not: push,   a barrier, then push, barrier
-//                     barrier
-//   reduce            flagged (every member combines all);  staged: rounds of puts into the staging
-//                     else sync, each member combines       area's two halves, each round's
-//                     1/size of the result from the         combine overlapping the next round's
-//                     sources and stores each chunk into    puts (one round for small messages)
-//                     every member's dest, sync
-//   reducescatter     flagged; else sync, combine own      staged, as reduce
-//                     block, sync
-//
-// Meetings of the team: none for a flagged call (a push right after one meets first); one barrier
-// for a push or a collect over P2P; two for a pull, a direct reduction and collect over RDMA;
-// rounds + 1 for a staged reduction, where a round moves MORI_SHMEM_TEAM_SCRATCH_SIZE / 2 bytes
-// (default 32 KiB) split among the members. The staging area belongs to the team's index; a staged
-// reduction needs 2 * size elements of it and collect over RDMA 8 * size bytes (a clear trap says
-// so otherwise).
+// Algorithms: on a team whose members are all reached over P2P ("direct"), payloads up to 1 KiB per
+// member go "flagged" (each member stores payload and flag into every member's mailbox; no meeting
+// of the team), larger ones are pushed or pulled around a barrier; with RDMA members, pushes and a
+// barrier, and reductions in staged rounds through the team's staging area. docs/collectives.md
+// has the table per collective, the meetings each takes, and the staging area's sizes.
 //
 // Collectives count in the team's sync words, as team_sync does: on a PE one collective or sync
 // per team at a time, every member making the same calls in the same order. Collectives of

@@ -1,6 +1,6 @@
 // The reduction operators and their names, shared by the device collectives (collectives.hpp) and
-// the host API's stream-ordered reductions (stream_api.hpp): plain declarations, usable in host-only
-// code of a hip-backend build.
+// the host API's stream-ordered reductions (stream_api.hpp): plain declarations, usable in
+// host-only code of a hip-backend build.
 #pragma once
 
 namespace mori::shmem {

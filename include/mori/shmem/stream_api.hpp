@@ -1,8 +1,9 @@
 // The stream-ordered host API (NVSHMEM's nvshmemx_*_on_stream, rocSHMEM's *_on_stream): each call
 // enqueues one operation on a stream, after the kernels and operations already on it, and returns
 // at once. The operation then runs on the device as the device call of the same name does in a
-// kernel (one thread of a runtime kernel on hip, one lane of a launch on the host backend), with the
-// device call's checks and MORI_SHMEM_TIMEOUT_MS deadline. docs/runtime.md, "Stream-ordered calls".
+// kernel (one thread of a runtime kernel on hip, one lane of a launch on the host backend), with
+// the device call's checks and MORI_SHMEM_TIMEOUT_MS deadline. docs/runtime.md, "Stream-ordered
+// calls".
 //
 // A stream is a hipStream_t on the hip backend and a mori::host::Stream* (mori/host/stream.hpp) on
 // the host backend; nullptr is the default stream. On hip no call synchronizes the host,
@@ -51,7 +52,7 @@ using stream_t = host::Stream*;
 using stream_t = ihipStream_t*;
 #endif
 
-// ---- one-sided, in stream order ------------------------------------------------------------------
+// ---- one-sided, in stream order -----------------------------------------------------------------
 // putmem: `bytes` from source (this PE's memory) to dest (symmetric) on `pe`, delivered when the
 // stream moves on (NVSHMEM's nvshmemx_putmem_on_stream is blocking in stream order, as this).
 int putmem_on_stream(void* dest, const void* source, size_t bytes, int pe, stream_t stream);

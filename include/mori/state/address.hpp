@@ -28,8 +28,7 @@ struct RemoteTarget {
 // True when [addr, addr + bytes) lies inside the heap or inside one registered buffer (the heap is
 // tried first). *out is the heap's reference to addr whenever no buffer holds the range, found or
 // not (unchecked callers fall back to it): so the search is a branch with no else, which a wave
-// whose lanes all address the heap skips, where a result chosen from the heap's, the buffer's or
-// none was an if/else with a join (12 instructions of a P2P int32_p).
+// whose lanes all address the heap skips, not an if/else with a join.
 MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
   const GpuStates& s = gpu_states();
   // One unsigned compare finds the heap (an address below its base wraps past heap_size). Checked
@@ -40,14 +39,14 @@ MORI_DEVICE bool locate(uint64_t addr, uint64_t bytes, SymmetricRef* out) {
   bool found =
       heap_offset < s.heap_size && (!MORI_DEVICE_CHECKS || bytes <= s.heap_size - heap_offset);
   // The search has no early exit: a lane takes the first buffer that holds its range (`!found`)
-  // by selects, so the loop is one scalar count with no divergent exit, whose exec-mask
-  // bookkeeping cost 4-28 instructions in every RDMA entry point (bench/isa_budget.txt).
+  // by selects, so the loop is one scalar count with no divergent exit and no exec-mask
+  // bookkeeping in the RDMA entry points.
   if (!found) {
     for (int i = 0; i < s.n_regions; ++i) {
       const RegisteredRegion& r = s.regions[i];
       const uint64_t offset = addr - r.base;
-      // Tests combined without short-circuits: one load of the entry's base and size, no branch
-      // per test (each was a divergent region of its own: 8 instructions in every locate).
+      // Tests combined without short-circuits: one load of the entry's base and size, and no
+      // divergent region per test.
       bool in = !found;
       in &= addr >= r.base;
       in &= offset <= r.size;

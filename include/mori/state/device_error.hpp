@@ -47,8 +47,8 @@ MORI_DEVICE MORI_COLD_INLINE void record_failure(const FailureInfo& info, const 
   using platform::MemScope;
   // Every job has a record (init allocates it; finalize clears the state). Outside a job, where
   // failures are described, the trap still carries the message; a release GPU build does not test
-  // for that case at each failure site (2 instructions at 7 to 10 sites per entry point), and a
-  // call outside a job faults at the record's null address instead of trapping.
+  // for that case at each of an entry point's failure sites, and a call outside a job faults at the
+  // record's null address instead of trapping.
   if constexpr (kDescribeFailures)
     if (!record) return;
   if (platform::atomic_compare_swap<MemOrder::Relaxed, MemScope::System>(

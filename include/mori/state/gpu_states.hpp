@@ -85,7 +85,7 @@ enum class DeviceErrorCode : uint32_t {
   kNone = 0,
   kBadPe = 1,            // PE out of range
   kBadAddress = 2,       // an address outside the heap and every registered buffer
-  kBadSize = 3,          // a size whose byte count or end address overflows
+  kBadSize = 3,          // a byte count or end address that overflows; elements outside a SymmObj
   kNotReachable = 4,     // the transport cannot reach that PE or that memory
   kTimeout = 5,          // a wait passed MORI_SHMEM_TIMEOUT_MS
   kNotBuilt = 6,         // a transport that is not built yet
@@ -180,10 +180,9 @@ static_assert(sizeof(void*) == 8, "GpuStates assumes 64-bit addresses on host an
 // On amdgcn it is __constant__ (address space 4): the runtime writes it only between kernels, and
 // loads from constant memory are invariant, so the compiler reads each field once per call, into
 // scalar registers, instead of reloading it with vector loads after every atomic or fence
-// (docs/benchmarks.md, "Executed paths": 2-6 % fewer executed instructions, 8 fewer VGPRs in the
-// reference kernel). It is protected there, as HIP makes every __device__ variable: still exported
-// for the loaders, but known to be this code object's own, so it is addressed PC-relative instead
-// of through a GOT entry that every access would load first (25 instructions fewer in int32_p).
+// (docs/benchmarks-history.md, "Executed paths"). It is protected there, as HIP makes every
+// __device__ variable: still exported for the loaders, but known to be this code object's own, so
+// it is addressed PC-relative instead of through a GOT entry that every access would load first.
 #if defined(MORI_ON_HOST)
 #define MORI_STATE_VISIBILITY __attribute__((visibility("default")))
 namespace mori::shmem {

@@ -44,7 +44,7 @@ static_assert(sizeof(RdmaEndpoint) == 144, "RdmaEndpoint is part of the device-s
 //   [0, slots)                  landing slots: a fetched value lands in its 8 bytes
 //   [slots]                     discard: where the old value of a non-fetching NIC atomic lands
 //   [slots + 1]                 padding
-//   [kIbufTickets(slots) + s]   slot s's ticket: the next ticket allowed to use it; the runtime
+//   [ibuf_tickets(slots) + s]   slot s's ticket: the next ticket allowed to use it; the runtime
 //                               sets it to s, a user of ticket t sets it to t + slots when done
 // Only [0, slots + 1) is written by the NIC (registered with ibuf_lkey).
 constexpr uint64_t ibuf_discard(uint32_t slots) { return slots; }

@@ -83,8 +83,8 @@ MORI_DEVICE decltype(auto) with_amo_transport(const char* call, int pe, F&& f) {
   return with_transport<true>(call, pe, f);
 }
 
-// Traps unless some transport reaches `pe` (the data calls find out in P2p::address; quiet and fence
-// to one PE ask here).
+// Traps unless some transport reaches `pe` (the data calls find out in P2p::address; quiet and
+// fence to one PE ask here).
 MORI_DEVICE void check_reachable(const char* call, int pe) {
   state::fail_if(
       !rdma_reaches(pe) && !P2p::serves(pe), [pe] { return P2p::unreachable(pe); },

@@ -273,8 +273,8 @@ struct Rdma {
     const state::GpuStates& s = state::gpu_states();
     // One unsigned compare: a negative qp wraps past every count. QP 0 always exists: the runtime
     // admits 1 to 256 QPs per PE (MORI_NUM_QP_PER_PE). Told so, the compiler drops the check where
-    // it knows the qp is 0 (the barrier, the syncs and the collectives name it: 31 instructions
-    // in barrier_all); a qp the caller passes keeps the compare.
+    // it knows the qp is 0 (the barrier, the syncs and the collectives name it); a qp the caller
+    // passes keeps the compare.
     MORI_ASSUME(s.num_qp_per_pe > 0);
     state::fail_if(static_cast<uint32_t>(qp) >= static_cast<uint32_t>(s.num_qp_per_pe),
                    {state::DeviceErrorCode::kBadArgument, pe, 0, static_cast<uint64_t>(qp)},

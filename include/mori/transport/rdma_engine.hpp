@@ -90,7 +90,7 @@ struct RdmaEngine {
   // bytes (wr.bytes is ignored): one WQE, or, above kMax (the largest message), consecutive WQEs
   // of kMax bytes and the rest, in this lane's part of the batch. Returns the SQ index of this
   // lane's first. A put's one post site: splitting by posting again, in a loop around post(),
-  // inlined the engine twice (2,010 instructions in putmem_nbi_thread; 1,552 so). With kAwait it
+  // would inline the engine twice. With kAwait it
   // returns once the batch is complete (a blocking put or get; `call` names it in a timeout
   // message): the QP completes in order, so everything it took before the batch is complete.
   template <uint64_t kMax = kMaxMessage, bool kAwait = false>
@@ -345,11 +345,12 @@ struct RdmaEngine {
       slack = ep.sq_wqes - 1;
     }
     // One wait, entered for flow control and, with kAwait, again for the completion: each wait
-    // is an inlined CQ poll and timeout site (215 instructions of a fetching atomic's 916, on
-    // gfx942), so the loop is kept rolled. Acquire (in wait_completed): the NIC has finished
-    // reading the slot we are about to overwrite; without it our WQE stores could overtake the
-    // completion we waited for. Polling meanwhile lets the queue wrap any number of times. The
-    // sum cannot wrap, where completed >= need - slack needed a guard for a QP's first WQEs.
+    // is an inlined CQ poll and timeout site, a quarter of a fetching atomic's code, so the loop
+    // is kept rolled (docs/rdma-engine.md, "The engine"). Acquire (in wait_completed): the NIC
+    // has finished reading the slot we are about to overwrite; without it our WQE stores could
+    // overtake the completion we waited for. Polling meanwhile lets the queue wrap any number of
+    // times. The sum cannot wrap, where completed >= need - slack needed a guard for a QP's first
+    // WQEs.
     uint64_t first = 0;
     bool posted = false;
     MORI_NO_UNROLL
@@ -371,8 +372,7 @@ struct RdmaEngine {
       first = at.base + rank;
       // 6. (kAwait) the second pass: every lane waits until the batch is complete. Its last WQE
       // is the one signalled, so no lane's completes sooner; and the batch's end is the same for
-      // every lane, where a lane's own end held a register through the WQE writes (the
-      // reference kernel's VGPR peak).
+      // every lane, where a lane's own end would hold a register through the WQE writes.
       posted = true;
       waits = true;
       need = at.base + count;

@@ -1,6 +1,6 @@
-// The hip backend's heap memory. The static heap (this file): one uncached device allocation per PE (hipExtMallocWithFlags),
-// shared with same-node peers through IPC handles (hipIpcGetMemHandle / hipIpcOpenMemHandle).
-// The VMM heap: heap_vmm_hip.cpp.
+// The hip backend's heap memory. The static heap (this file): one uncached device allocation per PE
+// (hipExtMallocWithFlags), shared with same-node peers through IPC handles (hipIpcGetMemHandle /
+// hipIpcOpenMemHandle). The VMM heap: heap_vmm_hip.cpp.
 //
 // HIP documents no alignment for an allocation beyond what any type needs, so the allocation is
 // kBaseAlignment larger than the heap, and the heap starts at its first kBaseAlignment boundary

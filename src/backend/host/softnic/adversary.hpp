@@ -9,7 +9,8 @@
 //               request starts only once they have all landed (writes, atomics and reads behind a
 //               write see it whole)
 //   reads       an RDMA READ may read its data late: a random prefix of its chunks at its turn, the
-//               rest after a delay, while later unfenced writes and atomics go ahead (a retried READ
+//               rest after a delay, while later unfenced writes and atomics go ahead (a retried
+// READ
 //               is re-executed). A fenced request waits for it
 //   atomics     an atomic executes at its turn, but its old value may land in local memory late,
 //               after later unfenced requests fetched their local data. A fenced request waits

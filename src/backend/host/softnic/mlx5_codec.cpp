@@ -221,7 +221,8 @@ uint8_t syndrome_of(CompletionStatus status) {
       return MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
     case CompletionStatus::kBadResponse:
       return MLX5_CQE_SYNDROME_BAD_RESP_ERR;
-    default:  // kRemoteOperation, and kGeneral (fault injection): the responder could not complete it
+    // kRemoteOperation, and kGeneral (fault injection): the responder could not complete it.
+    default:
       return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
   }
 }
