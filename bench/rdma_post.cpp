@@ -31,13 +31,6 @@ namespace {
 constexpr uint32_t kSqWqes = 256;
 
 template <typename P>
-const sn::Codec& codec() {
-  if constexpr (std::is_same_v<P, mp::Mlx5>) return sn::mlx5_codec();
-  if constexpr (std::is_same_v<P, mp::Bnxt>) return sn::bnxt_codec();
-  if constexpr (std::is_same_v<P, mp::Ionic>) return sn::ionic_codec();
-}
-
-template <typename P>
 struct Queue {
   std::vector<uint8_t> sq = std::vector<uint8_t>(P::sq_bytes(kSqWqes) + 64);
   std::vector<uint8_t> cq;
@@ -87,7 +80,7 @@ mp::WorkRequest request(const std::string& op, uint64_t* local, const uint64_t* 
 template <typename P>
 double run(uint64_t iters, const std::string& op) {
   Queue<P> q;
-  const sn::Codec& c = codec<P>();
+  const sn::Codec& c = sn::codec_for<P>();
   const uint64_t value = 42;
   const mp::WorkRequest wr = request(op, q.local.data(), &value);
   const auto start = std::chrono::steady_clock::now();

@@ -60,6 +60,7 @@
 #include <string>
 
 #include "rdma/verbs_network.hpp"
+#include "runtime/hex.hpp"
 
 namespace mori::rdma {
 namespace {
@@ -68,11 +69,7 @@ namespace {
 constexpr int kDbellQidShift = 24;
 constexpr uint64_t kQidMask = (uint64_t{1} << 24) - 1;
 
-std::string hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(v));
-  return text;
-}
+using runtime::hex;
 
 // Bytes of an entry of 2^stride_log2 bytes (0 for a log2 no entry can have).
 uint64_t entry_bytes(uint8_t stride_log2) {

@@ -12,6 +12,7 @@
 
 #include "mori/shmem/host_api.hpp"
 #include "runtime/error.hpp"
+#include "runtime/hex.hpp"
 #include "runtime/host_only.hpp"
 #include "runtime/runtime.hpp"
 
@@ -36,11 +37,7 @@ struct Entry {
   backend::ShareableHandle handle;  // buffer_register_symmetric only
 };
 
-std::string hex(uint64_t v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
-  return text;
-}
+using runtime::hex;
 
 Status check_new(const Runtime& rt, uint64_t base, uint64_t size) {
   if (!base) return Status::error("ptr is null");

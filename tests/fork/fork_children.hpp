@@ -4,6 +4,7 @@
 // running at the limit is killed with SIGKILL.
 #pragma once
 
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -121,6 +122,21 @@ inline ChildRun run_ranks(int n, const std::function<std::string(int rank)>& bod
   std::vector<int> ranks;
   for (int r = 0; r < n; ++r) ranks.push_back(r);
   return run_children(ranks, body, limit);
+}
+
+// Every child in `ranks` reported success (or, with a text, exactly that text), exited and was not
+// killed for running past its limit.
+inline void expect_children(const ChildRun& run, const std::vector<int>& ranks,
+                            const std::string& text = "") {
+  for (const auto& child : run.children) {
+    for (int r : ranks) {
+      if (child.rank != r) continue;
+      CAPTURE(child.rank);
+      CHECK(child.text == text);
+      CHECK_FALSE(child.timed_out);
+      CHECK(child.exit_code == (text.empty() ? 0 : 1));
+    }
+  }
 }
 
 }  // namespace mori::test

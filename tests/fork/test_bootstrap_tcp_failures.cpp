@@ -22,6 +22,7 @@ using mori::bootstrap::make_tcp_bootstrap;
 using mori::bootstrap::new_unique_id;
 using mori::shmem::UniqueId;
 using mori::test::ChildRun;
+using mori::test::expect_children;
 
 namespace {
 
@@ -34,17 +35,6 @@ UniqueId fresh_id() {
 // The reason the call failed, or "ok".
 std::string reason(const mori::Status& s) { return s.ok() ? "ok" : s.message(); }
 
-void check_texts(const ChildRun& run, const std::vector<int>& ranks, const std::string& text) {
-  for (const auto& child : run.children) {
-    for (int r : ranks) {
-      if (child.rank != r) continue;
-      CAPTURE(child.rank);
-      CHECK(child.text == text);
-      CHECK_FALSE(child.timed_out);
-    }
-  }
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -54,7 +44,8 @@ TEST_CASE(
     std::unique_ptr<Bootstrap> b;
     return reason(make_tcp_bootstrap(id, rank, 4, 1000ms, &b));
   });
-  check_texts(run, {0, 1, 2}, "bootstrap timed out after 1000 ms waiting for rank(s) 3 to join");
+  expect_children(run, {0, 1, 2},
+                  "bootstrap timed out after 1000 ms waiting for rank(s) 3 to join");
   CHECK(run.elapsed >= 1000ms);
   CHECK(run.elapsed < 2500ms);
 }
@@ -72,7 +63,7 @@ TEST_CASE(
     const std::string again = reason(b->barrier());
     return first == again ? first : first + " | then: " + again;
   });
-  check_texts(run, {0, 1, 3}, "bootstrap: rank 2 closed the connection during barrier");
+  expect_children(run, {0, 1, 3}, "bootstrap: rank 2 closed the connection during barrier");
   REQUIRE(run.children.size() == 4);
   CHECK(run.children[2].signal == SIGKILL);
   CHECK(run.elapsed < 2000ms);
@@ -87,7 +78,7 @@ TEST_CASE("tcp bootstrap failure: when rank 0 dies, the others say they lost it"
     if (rank == 0) kill(getpid(), SIGKILL);
     return reason(b->allgather(&rank, std::vector<int>(3).data(), sizeof(int)));
   });
-  check_texts(run, {1, 2}, "bootstrap: lost connection to rank 0 during allgather");
+  expect_children(run, {1, 2}, "bootstrap: lost connection to rank 0 during allgather");
   CHECK(run.elapsed < 2000ms);
 }
 
@@ -101,7 +92,8 @@ TEST_CASE(
     return reason(b->barrier());
   });
   // Rank 2 reads rank 0's verdict when it finally arrives; the others got it when rank 0 gave up.
-  check_texts(run, {0, 1, 2}, "bootstrap: timed out after 700 ms in barrier waiting for rank 2");
+  expect_children(run, {0, 1, 2},
+                  "bootstrap: timed out after 700 ms in barrier waiting for rank 2");
   CHECK(run.elapsed < 2500ms);
 }
 
@@ -116,8 +108,8 @@ TEST_CASE(
     std::vector<uint8_t> out(3 * 8);
     return reason(b->allgather(out.data(), out.data(), 8));
   });
-  check_texts(run, {0, 1, 2},
-              "bootstrap: rank 1 sent allgather #2 while rank 0 expected barrier #2");
+  expect_children(run, {0, 1, 2},
+                  "bootstrap: rank 1 sent allgather #2 while rank 0 expected barrier #2");
 }
 
 TEST_CASE("tcp bootstrap failure: ranks that disagree on a collective's size or root are named") {
@@ -128,8 +120,8 @@ TEST_CASE("tcp bootstrap failure: ranks that disagree on a collective's size or 
     std::vector<uint8_t> buf(64);
     return reason(b->allgather(buf.data(), buf.data(), rank == 0 ? 8 : 16));
   });
-  check_texts(run, {0, 1},
-              "bootstrap: rank 1 called allgather #1 with 16 bytes while rank 0 has 8");
+  expect_children(run, {0, 1},
+                  "bootstrap: rank 1 called allgather #1 with 16 bytes while rank 0 has 8");
 
   const UniqueId id2 = fresh_id();
   run = mori::test::run_ranks(2, [&](int rank) -> std::string {
@@ -138,8 +130,8 @@ TEST_CASE("tcp bootstrap failure: ranks that disagree on a collective's size or 
     uint8_t buf[4] = {};
     return reason(b->broadcast(buf, sizeof(buf), rank));
   });
-  check_texts(run, {0, 1},
-              "bootstrap: rank 1 called broadcast #1 with root 1 while rank 0 has root 0");
+  expect_children(run, {0, 1},
+                  "bootstrap: rank 1 called broadcast #1 with root 1 while rank 0 has root 0");
 }
 
 TEST_CASE(
@@ -156,7 +148,7 @@ TEST_CASE(
       std::unique_ptr<Bootstrap> b;
       return reason(make_tcp_bootstrap(id, rank, 2, 5000ms, &b));
     });
-    check_texts(run, {0, 1}, text);
+    expect_children(run, {0, 1}, text);
     CHECK(run.elapsed < 1000ms);
   }
 }
@@ -185,10 +177,11 @@ TEST_CASE("tcp bootstrap failure: an ID whose listener is gone times out connect
     std::unique_ptr<Bootstrap> b;
     return reason(make_tcp_bootstrap(id, rank, 2, 500ms, &b));
   });
-  check_texts(run, {1},
-              "bootstrap: timed out after 500 ms connecting to rank 0 at " +
-                  mori::bootstrap::format_endpoint(fields) +
-                  " (connection refused: rank 0 is not listening yet, or the unique ID is stale)");
+  expect_children(
+      run, {1},
+      "bootstrap: timed out after 500 ms connecting to rank 0 at " +
+          mori::bootstrap::format_endpoint(fields) +
+          " (connection refused: rank 0 is not listening yet, or the unique ID is stale)");
   CHECK(run.elapsed < 1500ms);
 }
 
@@ -198,7 +191,7 @@ TEST_CASE("tcp bootstrap failure: a wrong size or a rank claimed twice fails the
     std::unique_ptr<Bootstrap> b;
     return reason(make_tcp_bootstrap(id, rank, rank == 0 ? 2 : 3, 2000ms, &b));
   });
-  check_texts(run, {0, 1}, "bootstrap: rank 1 joined with size 3, but rank 0 has size 2");
+  expect_children(run, {0, 1}, "bootstrap: rank 1 joined with size 3, but rank 0 has size 2");
   CHECK(run.elapsed < 1000ms);
 
   const UniqueId id2 = fresh_id();
@@ -206,7 +199,7 @@ TEST_CASE("tcp bootstrap failure: a wrong size or a rank claimed twice fails the
     std::unique_ptr<Bootstrap> b;
     return reason(make_tcp_bootstrap(id2, rank, 3, 2000ms, &b));
   });
-  check_texts(run, {0, 1}, "bootstrap: two processes joined as rank 1");
+  expect_children(run, {0, 1}, "bootstrap: two processes joined as rank 1");
   CHECK(run.elapsed < 1000ms);
 }
 
@@ -221,9 +214,10 @@ TEST_CASE(
     std::unique_ptr<Bootstrap> b;
     return reason(make_tcp_bootstrap(id, rank, 2, 1000ms, &b));
   });
-  check_texts(run, {0},
-              "bootstrap: cannot listen on " + mori::bootstrap::format_endpoint(fields) +
-                  ": bind: Address already in use (rank 0's process did not make this unique ID, "
-                  "so it listens where the ID says; the process that made the ID may still hold "
-                  "that port)");
+  expect_children(
+      run, {0},
+      "bootstrap: cannot listen on " + mori::bootstrap::format_endpoint(fields) +
+          ": bind: Address already in use (rank 0's process did not make this unique ID, "
+          "so it listens where the ID says; the process that made the ID may still hold "
+          "that port)");
 }

@@ -104,19 +104,4 @@ inline std::string lane_failure(const std::string& message) {
              got_ + "\", want \"" + want_ + "\"";                                                 \
   } while (0)
 
-// Every child in `ranks` reported success (or, with a text, exactly that text), exited and was not
-// killed for running past its limit.
-inline void expect_children(const ChildRun& run, const std::vector<int>& ranks,
-                            const std::string& text = "") {
-  for (const auto& child : run.children) {
-    for (int r : ranks) {
-      if (child.rank != r) continue;
-      CAPTURE(child.rank);
-      CHECK(child.text == text);
-      CHECK_FALSE(child.timed_out);
-      CHECK(child.exit_code == (text.empty() ? 0 : 1));
-    }
-  }
-}
-
 }  // namespace mori::test

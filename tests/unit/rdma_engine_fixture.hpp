@@ -32,20 +32,13 @@ constexpr uint64_t kNever = ~uint64_t{0};
 constexpr uint32_t kBnxtInitialPsn = 0xFFFFF0;
 constexpr uint32_t kBnxtMtu = 32;
 
-template <typename P>
-const softnic::Codec& codec_of() {
-  if constexpr (std::is_same_v<P, mp::Mlx5>) return softnic::mlx5_codec();
-  if constexpr (std::is_same_v<P, mp::Ionic>) return softnic::ionic_codec();
-  if constexpr (std::is_same_v<P, mp::Bnxt>) return softnic::bnxt_codec();
-}
-
 // One QP and a software NIC thread that executes its WQEs (keys are not checked here). Fault
 // injection: an error completion for WQE fail_at (then the QP stops), no completions from WQE
 // drop_from on. A WQE the codec refuses, or whose sequence (BNXT's MSN entry) is wrong, stops the
 // NIC and is named in nic_error.
 template <typename P>
 struct FakeQp {
-  const softnic::Codec& codec = codec_of<P>();
+  const softnic::Codec& codec = softnic::codec_for<P>();
   uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, P::sq_bytes(kSqWqes)));
   std::vector<uint8_t> cq;
   uint32_t dbr[2] = {};

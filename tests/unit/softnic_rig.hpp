@@ -36,12 +36,11 @@ constexpr int kPe = 1;
 constexpr uint64_t kRemoteBase = 0x7f0000000000;  // PE 1's heap in PE 1's address space
 constexpr size_t kHeapWords = 8192, kLocalWords = 8192;
 
-// Per provider: its codec and the status texts its poll_cq reports (bnxt's omit "error").
+// Per provider: the status texts its poll_cq reports (bnxt's omit "error").
 template <typename P>
 struct Traits;
 template <>
 struct Traits<mp::Mlx5> {
-  static const sn::Codec& codec() { return sn::mlx5_codec(); }
   static constexpr const char* kRemoteAccess = "remote access error";
   static constexpr const char* kLocalProtection = "local protection error";
   static constexpr const char* kInvalid = "remote invalid request error";
@@ -49,7 +48,6 @@ struct Traits<mp::Mlx5> {
 };
 template <>
 struct Traits<mp::Ionic> {
-  static const sn::Codec& codec() { return sn::ionic_codec(); }
   static constexpr const char* kRemoteAccess = "remote access error";
   static constexpr const char* kLocalProtection = "local protection error";
   static constexpr const char* kInvalid = "remote invalid request error";
@@ -57,7 +55,6 @@ struct Traits<mp::Ionic> {
 };
 template <>
 struct Traits<mp::Bnxt> {
-  static const sn::Codec& codec() { return sn::bnxt_codec(); }
   static constexpr const char* kRemoteAccess = "remote access";
   static constexpr const char* kLocalProtection = "local protection";
   static constexpr const char* kInvalid = "remote invalid request";
@@ -104,7 +101,7 @@ struct Rig : QueueMemory<P> {
     table.remote.push_back({kPe, kRemoteBase, kHeapWords * 8, kRkey, heap.data()});
     table.local.push_back({reinterpret_cast<uint64_t>(local.data()), kLocalWords * 8, kLkey});
     nic = std::make_unique<sn::SoftNic>(
-        Traits<P>::codec(), std::vector<sn::ServedEndpoint>{{&this->ep, kPe, initial_psn}}, table,
+        sn::codec_for<P>(), std::vector<sn::ServedEndpoint>{{&this->ep, kPe, initial_psn}}, table,
         options);
   }
   ~Rig() { nic->stop(); }

@@ -79,7 +79,7 @@ struct Side : QueueMemory<P> {
     options.read_env = false;
     options.port = port.get();
     nic = std::make_unique<sn::SoftNic>(
-        Traits<P>::codec(),
+        sn::codec_for<P>(),
         std::vector<sn::ServedEndpoint>{{&this->ep, 1 - side, attributes.sq_psn, attributes}},
         table, options);
   }

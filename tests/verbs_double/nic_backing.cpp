@@ -61,9 +61,10 @@ sn::MemoryTable memory_of(const Fabric& f, int d) {
 }
 
 const sn::Codec* codec_of(const DeviceSpec& spec) {
-  if (spec.family == Family::kIonic) return &sn::ionic_codec();
-  if (spec.family == Family::kBnxt) return &sn::bnxt_codec();
-  return spec.family == Family::kMlx5 ? &sn::mlx5_codec() : nullptr;
+  using mori::state::Nic;
+  return sn::codec_for(spec.family == Family::kIonic  ? Nic::kIonic
+                       : spec.family == Family::kBnxt ? Nic::kBnxt
+                                                      : Nic::kMlx5);
 }
 
 // The NIC's view of `qp`, per family (nic_endpoint_mlx5, nic_endpoint_ionic).

@@ -19,6 +19,7 @@
 #include "backend/common/peer_fd.hpp"
 #include "backend/host/fd_passing.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/hex.hpp"
 
 namespace mori::backend {
 namespace {
@@ -50,11 +51,7 @@ std::map<uintptr_t, Allocation>& table() {  // by base address
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-std::string hex(uintptr_t v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
-  return text;
-}
+using runtime::hex;
 
 size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 

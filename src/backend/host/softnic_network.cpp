@@ -59,17 +59,6 @@ Block zeroed(uint64_t bytes) {
   return Block(p);
 }
 
-const softnic::Codec& codec_of(state::Nic nic) {
-  switch (nic) {
-    case state::Nic::kBnxt:
-      return softnic::bnxt_codec();
-    case state::Nic::kIonic:
-      return softnic::ionic_codec();
-    default:
-      return softnic::mlx5_codec();
-  }
-}
-
 // MORI_SOFTNIC_ATOMIC_CAP: the atomic_cap this NIC reports, "hca" (the default) or "none" (a
 // BNXT function without PCIe AtomicOps, bringup review B4). Its atomics on registered buffers are
 // a locked read-modify-write through process_vm_*, atomic only among the software NICs' own, so
@@ -173,8 +162,8 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
     options.pe = rt_.rank;
     options.log_prefix =
         "mori: PE " + std::to_string(rt_.rank) + " software NIC (" + state::nic_name(nic_) + "): ";
-    softnic_ =
-        std::make_unique<softnic::SoftNic>(codec_of(nic_), std::move(served), table(), options);
+    softnic_ = std::make_unique<softnic::SoftNic>(*softnic::codec_for(nic_), std::move(served),
+                                                  table(), options);
     return softnic_->start();
   }
 

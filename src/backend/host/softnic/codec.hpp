@@ -10,9 +10,17 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "mori/provider/work_request.hpp"
+#include "mori/state/gpu_states.hpp"
 #include "mori/state/rdma_endpoint.hpp"
+
+namespace mori::provider {
+struct Mlx5;
+struct Bnxt;
+struct Ionic;
+}  // namespace mori::provider
 
 namespace mori::softnic {
 
@@ -62,5 +70,22 @@ struct Codec {
 const Codec& mlx5_codec();
 const Codec& bnxt_codec();
 const Codec& ionic_codec();
+
+// The one table of codecs: the codec of NIC family `nic`, null for kNone (codec.cpp).
+const Codec* codec_for(state::Nic nic);
+
+// The codec of provider P (mori::provider::Mlx5, Bnxt or Ionic), for tests and benches that are
+// templates over the provider.
+template <typename P>
+const Codec& codec_for() {
+  if constexpr (std::is_same_v<P, provider::Mlx5>)
+    return mlx5_codec();
+  else if constexpr (std::is_same_v<P, provider::Bnxt>)
+    return bnxt_codec();
+  else {
+    static_assert(std::is_same_v<P, provider::Ionic>, "codec_for: not a NIC provider");
+    return ionic_codec();
+  }
+}
 
 }  // namespace mori::softnic

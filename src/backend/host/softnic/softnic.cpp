@@ -14,17 +14,15 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/hex.hpp"
+
 namespace mori::softnic {
 namespace {
 
 using provider::Opcode;
 using provider::WorkRequest;
 
-std::string hex(uint64_t v) {
-  char text[24];
-  const auto end = std::to_chars(text, text + sizeof(text), v, 16).ptr;
-  return "0x" + std::string(text, end);
-}
+using runtime::hex;
 
 // The NIC executes a remote atomic as one indivisible operation on the responder's memory; the
 // mapping is shared with the target PE's own threads, which use atomics on the same words.
