@@ -100,7 +100,7 @@ common=("${extra_defines[@]}" "${subset[@]}" -std=c++20 -O2 -DNDEBUG -fvisibilit
 # on every call: a wrapper whose RDMA path needs 60 SGPRs paid 59 instructions for them on its P2P
 # path too. "amdgpu-num-sgpr" (LLVM's AMDGPUUsage; clang admits it on kernels only, so it is added
 # to the IR here) keeps the allocator below s38: the registers a rare path needs beyond that are
-# spilled to VGPR lanes on that path. docs/benchmarks.md, "Executed paths", has the measurements.
+# spilled to VGPR lanes on that path. docs/benchmarks-history.md, "Executed paths", has the measurements.
 # The families that loop over PEs with a transport dispatch in the loop (barrier, sync, locks,
 # collectives) keep a mask per exit of their loop body live across iterations and spill it every
 # iteration under the limit, so they keep the default. Kernels that inline a wrapper drop the

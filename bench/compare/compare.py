@@ -8,7 +8,8 @@ compiled here with oshcc), and mori over the software NIC (mlx5), each with the 
 get_bw time memcpy through the peer's mapping inside the same program (--memcpy). Every program
 reports the median of its --reps repetitions; a figure here is the median over the rounds, and the
 spread is the smallest and largest round's figure. The table of ratios goes to stdout and, with the
-machine and the targets, to docs/benchmarks.md (followed by bench/compare/notes.md).
+machine and the targets, to docs/benchmarks.md (followed by bench/compare/notes.md, collectives.md
+and collectives_notes.md).
 """
 import argparse
 import json
@@ -188,6 +189,9 @@ def main():
     collectives = ROOT / "bench/compare/collectives.md"  # written by compare_coll.py
     if collectives.exists():
         doc += [collectives.read_text().rstrip(), ""]
+    collectives_notes = ROOT / "bench/compare/collectives_notes.md"  # its analysis, by hand
+    if collectives_notes.exists():
+        doc += [collectives_notes.read_text().rstrip(), ""]
     (ROOT / "docs/benchmarks.md").write_text("\n".join(doc))
     print("wrote docs/benchmarks.md", file=sys.stderr)
 

@@ -146,7 +146,7 @@ def main():
                "every PE, as nccl-tests counts a reduce-scatter; the memcpy bound is `memcpy` of that volume on one "
                "CPU in the same program. The machine has "
                "2 cores: at 4 PEs two PEs share each." % (command, args.rounds, REPS, ITERS), ""] + \
-        lines + ["Targets (issue 18):", ""] + verdicts + [""]
+        lines + ["Targets:", ""] + verdicts + [""]
     print("\n".join(section))
     if args.no_write:
         return
