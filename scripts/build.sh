@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds mori in ${MORI_BUILD_DIR:-build} for the host backend (shared by demo.sh and test.sh).
+# Arguments name the targets to build (demo.sh builds only the programs it runs); none builds everything.
 # RelWithDebInfo with line tables only (-g1): backtraces and sanitizer reports keep their file:line, and the build
 # is a fifth faster than with full -g (MORI_BUILD_TYPE=Debug for a debugger's view of locals).
 set -euo pipefail
@@ -14,4 +15,4 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${MORI_BUILD_TYPE:-RelW
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
   "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic" "-DGPU_TARGETS=${MORI_GPU_TARGETS:-$targets}" ${MORI_CMAKE_ARGS:-} \
   >/dev/null
-cmake --build "$build" -j "$(nproc)"
+cmake --build "$build" -j "$(nproc)" ${1:+--target "$@"}
