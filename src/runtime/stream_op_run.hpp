@@ -47,14 +47,9 @@ MORI_DEVICE bool reduce_if(const StreamOp& op) {
   }
 }
 
-template <typename... T>
-struct TypeList {};
-#define MORI_STREAM_TYPE_(elem, name) , elem
-using ElementTypes = TypeList<void MORI_FOR_EACH_TYPE(MORI_STREAM_TYPE_)>;  // void: a list head
-#undef MORI_STREAM_TYPE_
-
+// Over mori::ElementTypes (core/types.hpp), MORI_FOR_EACH_TYPE's list in its order.
 template <Scope S, bool kScatter, typename... T>
-MORI_DEVICE bool reduce_any(const StreamOp& op, TypeList<void, T...>) {
+MORI_DEVICE bool reduce_any(const StreamOp& op, TypeList<T...>) {
   return [&]<int... I>(std::integer_sequence<int, I...>) {
     return (reduce_if<S, kScatter, T, I>(op) || ...);
   }(std::make_integer_sequence<int, sizeof...(T)>{});
@@ -64,7 +59,7 @@ MORI_DEVICE bool reduce_any(const StreamOp& op, TypeList<void, T...>) {
 // checked the number and the operator; the device call checks them again).
 template <Scope S, bool kScatter>
 MORI_DEVICE void run_reduction(const StreamOp& op) {
-  if (reduce_any<S, kScatter>(op, ElementTypes{})) return;
+  if (reduce_any<S, kScatter>(op, mori::ElementTypes{})) return;
   state::fail(
       {state::DeviceErrorCode::kBadArgument, state::this_pe(), 0, static_cast<uint64_t>(op.type)},
       [&](state::Message& m) {
