@@ -43,20 +43,28 @@ MOE_HD u16x4 narrow(f32x4 f) {
   return __builtin_convertvector((quiet & nan) | (rounded & ~nan), u16x4);
 }
 
-// Elements [0, n) of a chunk of a row, n <= kChunk, the rest zero. The short case's loops unroll to
-// constant lane numbers, so that a GPU thread keeps its vectors in registers.
+// f(lane) for lanes [0, n) of a short chunk. The loop unrolls to constant lane numbers, so that a
+// GPU thread keeps its vectors in registers.
+template <typename F>
+MOE_HD void each_lane(size_t n, F&& f) {
+  MOE_UNROLL
+  for (size_t c = 0; c < kChunk; ++c)
+    if (c < n) f(c);
+}
+
+// Elements [0, n) of a chunk of a row, n <= kChunk, the rest zero.
 MOE_HD void load(const bf16* p, size_t n, f32x4& lo, f32x4& hi) {
   u16x4 a = {}, b = {};
   if (n == kChunk) {
     __builtin_memcpy(&a, p, sizeof a);
     __builtin_memcpy(&b, p + 4, sizeof b);
   } else {
-    MOE_UNROLL
-    for (size_t c = 0; c < 4; ++c)
-      if (c < n) a[c] = p[c];
-    MOE_UNROLL
-    for (size_t c = 0; c < 4; ++c)
-      if (c + 4 < n) b[c] = p[c + 4];
+    each_lane(n, [&](size_t c) {
+      if (c < 4)
+        a[c] = p[c];
+      else
+        b[c - 4] = p[c];
+    });
   }
   lo = widen(a);
   hi = widen(b);
@@ -85,12 +93,7 @@ MOE_HD void store(bf16* p, const Chunk& acc, size_t n) {
     __builtin_memcpy(p, &a, sizeof a);
     __builtin_memcpy(p + 4, &b, sizeof b);
   } else {
-    MOE_UNROLL
-    for (size_t c = 0; c < 4; ++c)
-      if (c < n) p[c] = a[c];
-    MOE_UNROLL
-    for (size_t c = 0; c < 4; ++c)
-      if (c + 4 < n) p[c + 4] = b[c];
+    each_lane(n, [&](size_t c) { p[c] = c < 4 ? a[c] : b[c - 4]; });
   }
 }
 
