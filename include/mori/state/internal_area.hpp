@@ -39,7 +39,6 @@ inline constexpr size_t kInternalBytes = size_t{128} << 10;
 inline constexpr int kBarrierArrivals = 0;
 inline constexpr int kBarrierEpoch = 1;
 inline constexpr int kBarrierRdmaArrivals = 2;
-inline constexpr int kInternalLaidOutWords = 8;  // words 0-7: this table
 
 // A team's words: five per team index, from kTeamSyncFirstWord on: P2P arrivals, epoch and RDMA
 // arrivals (its syncs, as barrier_all's words 0-2), then the numbers of its flagged collectives
