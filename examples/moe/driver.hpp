@@ -128,6 +128,7 @@ class Moe {
     take(&b_.out, cap * H);
     take(&b_.grid, 16);
     take(&b_.amax, size_t(kMaxWarps) * 64);
+    take(&b_.loads, n);
     if (modes_ & kNormal) {
       take(&b_.slot_of, n * cap);
       take(&b_.seg_count, n * (kMaxThreads + 1));
@@ -141,6 +142,8 @@ class Moe {
       take(&b_.comb_send, n * cap * H);
       take(&b_.comb_recv, n * cap * H);
       take(&b_.comb_sig, n);
+      take(&b_.comb_from, n);
+      take(&b_.comb_sig_at, n);
     }
     if (modes_ & kLowLatency) {
       take(&b_.ll_send, cap * s_.record_bytes());
@@ -153,10 +156,42 @@ class Moe {
       take(&b_.ll_comb_send, E * n * cap * H);
       take(&b_.ll_comb_recv, n * E * cap * H);
       take(&b_.ll_comb_sig, n * E);
+      take(&b_.ll_comb_from, n * E);
+      take(&b_.ll_comb_sig_at, n);
     }
+    if (error_.empty()) combine_sources();
     // The signal words are zero on every PE before any PE's first dispatch can signal.
     shmem::barrier_all();
     if (!error_.empty()) b_ = Buffers{};
+  }
+
+  // Where this PE reads each combine's outputs: in the expert's PE's memory where this PE loads
+  // it (shmem::ptr_p2p), else in the receive region that PE puts them into; and where it stores
+  // the signal that leaves its own outputs in place. Kernels read the tables, so that a combine
+  // looks up no address per row.
+  void combine_sources() {
+    const size_t cap = size_t(s_.capacity), H = size_t(s_.hidden), E = size_t(s_.experts);
+    const size_t me = size_t(s_.me), n = size_t(s_.npes);
+    for (int d = 0; d < s_.npes; ++d) {
+      auto on_d = [&](auto* mine) {
+        return reinterpret_cast<decltype(mine)>(
+            shmem::ptr_p2p(reinterpret_cast<uint64_t>(mine), s_.me, d));
+      };
+      b_.loads[d] = on_d(b_.x) != nullptr;
+      if (modes_ & kNormal) {
+        b_.comb_from[d] =
+            b_.loads[d] ? on_d(b_.comb_send) + me * cap * H : b_.comb_recv + size_t(d) * cap * H;
+        b_.comb_sig_at[d] = on_d(b_.comb_sig + me);
+      }
+      if (modes_ & kLowLatency) {
+        for (size_t el = 0; el < E; ++el) {
+          const size_t e = size_t(d) * E + el;
+          b_.ll_comb_from[e] = b_.loads[d] ? on_d(b_.ll_comb_send) + (el * n + me) * cap * H
+                                           : b_.ll_comb_recv + e * cap * H;
+        }
+        b_.ll_comb_sig_at[d] = on_d(b_.ll_comb_sig + me * E);
+      }
+    }
   }
 
   Shape s_;

@@ -7,12 +7,15 @@
 //   LlDispatch  a warp per token: pack, then one warp put per routed expert; the last warp to
 //               finish signals the counts; then a warp per (expert, source) waits for its count
 //   LlExpert    a warp per (expert, source) applies the expert to each record
-//   LlCombine   a warp per (expert, source) returns the outputs with a signal; then a warp per
-//               token sums the token's k outputs with its gate weights in fp32
+//   LlCombine   a warp per (expert, source) signals that the outputs are ready (with a put of
+//               them to a source that cannot load them); then a warp per token sums the
+//               token's k outputs with its gate weights in fp32
 //
-// The receive regions are reused by the next iteration without a barrier: a source writes slots
-// of iteration i + 1 only after its combine of iteration i has every expert's outputs, which each
-// expert's PE sends only after it has read the records (docs/moe.md, "No barrier").
+// The buffers are reused by the next iteration without a barrier (docs/moe.md, "No barrier"): a
+// source writes slots of iteration i + 1 only after its combine of iteration i has every expert's
+// outputs, which each expert's PE signals only after it has read the records; and an expert's PE
+// overwrites its outputs for a source only once that source's records of iteration i + 1 arrive,
+// which the source sends only after its combine of iteration i has read the outputs.
 #pragma once
 
 #include "moe.hpp"
@@ -122,19 +125,28 @@ struct LlCombine {
   Buffers b;
   Shape s;
   uint32_t epoch;
+
   MORI_DEVICE void operator()() const {
     const size_t H = size_t(s.hidden);
     const int gw = global_warp(), warps = grid_warps(), E = s.experts, k = s.topk;
+    // As NormalCombine: the signal alone to a source that loads this PE's memory, a put with the
+    // signal to any other.
     for (int p = gw; p < E * s.npes; p += warps) {
       const int el = p / s.npes, d = p % s.npes;
-      shmem::putmem_signal_nbi<Warp>(
-          b.ll_comb_recv + (size_t(s.me) * E + el) * s.capacity * H,
-          b.ll_comb_send + size_t(p) * s.capacity * H, size_t(b.ll_count[p]) * s.row_bytes(),
-          &b.ll_comb_sig[size_t(s.me) * E + el], epoch, shmem::SIGNAL_SET, d);
+      uint64_t* sig = &b.ll_comb_sig[size_t(s.me) * E + el];
+      if (b.loads[d]) {
+        if (Warp::leader()) signal_in_place(b.ll_comb_sig_at[d] + el, tagged(epoch, kLoadHere));
+      } else {
+        shmem::putmem_signal_nbi<Warp>(b.ll_comb_recv + (size_t(s.me) * E + el) * s.capacity * H,
+                                       b.ll_comb_send + size_t(p) * s.capacity * H,
+                                       size_t(b.ll_count[p]) * s.row_bytes(), sig,
+                                       tagged(epoch, kPutThere), shmem::SIGNAL_SET, d);
+      }
     }
     if (Warp::leader())
       for (int q = 0; q < s.npes * E; ++q)
-        shmem::signal_wait_until(&b.ll_comb_sig[q], shmem::CMP_GE, epoch);
+        check_how(shmem::signal_wait_until(&b.ll_comb_sig[q], shmem::CMP_GE, tagged(epoch, 0)),
+                  b.loads[q / E]);
     Warp::sync();
     size_t lo, hi;
     share<Warp>((H + kChunk - 1) / kChunk, &lo, &hi);
@@ -146,7 +158,7 @@ struct LlCombine {
         const bool used = j < k;
         const int e = used ? b.idx[size_t(t) * k + j] : 0;
         const int32_t slot = used ? b.ll_slot[size_t(t) * k + j] : 0;
-        rows[j] = b.ll_comb_recv + (size_t(e) * s.capacity + slot) * H;  // [d][el] is [e]
+        rows[j] = uniform_ptr(b.ll_comb_from[e] + size_t(slot) * H);
         w[j] = used ? b.weight[size_t(t) * k + j] : 0.0f;
       }
       // 8-element chunks of the row, as NormalCombine sums them (chunk.hpp); per element the

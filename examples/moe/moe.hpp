@@ -46,6 +46,10 @@ struct Shape {
 // iterations: a wait for epoch i ignores what iteration i - 1 left.
 MOE_HD uint64_t tagged(uint32_t epoch, uint32_t count) { return uint64_t{epoch} << 32 | count; }
 
+// Where a combine's signal says the outputs are. The combines move no data to a PE that can load
+// the expert's memory (P2P, and a PE itself): it sums the rows where the expert wrote them.
+enum CombineFrom : uint32_t { kPutThere = 0, kLoadHere = 1 };
+
 // The symmetric buffers (same sizes on every PE: shmem::malloc is collective). Indices: [s] source
 // PE, [d] destination PE, [t] token, [el] local expert, [slot] position in a receive region.
 struct Buffers {
@@ -58,6 +62,8 @@ struct Buffers {
   bf16* out;       // [t][hidden] combine's result
   uint32_t* grid;  // 2 words: a grid barrier (bench)
   float* amax;     // [warps of the launch][64] per-lane partial maxima of the fp8 quantizer
+  int32_t* loads;  // [d]: 1 when this PE loads d's memory (P2P, itself included), so that the
+                   // combines leave the outputs in place for d
 
   // Normal mode.
   int32_t* slot_of;     // [d][t]: the token's slot at d, -1 if none of its experts is there
@@ -70,8 +76,10 @@ struct Buffers {
   uint64_t* count_sig;  // [s]: tagged(epoch, count)
   uint64_t* data_sig;   // [s]: epoch, after s's payload
   bf16* comb_send;      // [s][slot][hidden]
-  bf16* comb_recv;      // [d][slot][hidden]
-  uint64_t* comb_sig;   // [d]: epoch, after d's outputs
+  bf16* comb_recv;      // [d][slot][hidden]: the outputs of a PE this PE does not load
+  uint64_t* comb_sig;   // [d]: tagged(epoch, CombineFrom), after d's outputs
+  bf16** comb_from;     // [d]: d's outputs for this PE's slots, d's comb_send[me] or comb_recv[d]
+  uint64_t** comb_sig_at;  // [d]: d's comb_sig[me] as this PE stores to it, where loads[d]
 
   // Low latency.
   uint8_t* ll_send;       // [t][record]
@@ -82,8 +90,11 @@ struct Buffers {
   int32_t* ll_count;      // [el][s]
   uint64_t* ll_sig;       // [el][s]: tagged(epoch, count)
   bf16* ll_comb_send;     // [el][s][slot][hidden]
-  bf16* ll_comb_recv;     // [d][el][slot][hidden]
-  uint64_t* ll_comb_sig;  // [d][el]: epoch
+  bf16* ll_comb_recv;     // [d][el][slot][hidden]: the outputs of a PE this PE does not load
+  uint64_t* ll_comb_sig;  // [d][el]: tagged(epoch, CombineFrom)
+  bf16** ll_comb_from;    // [e]: its outputs for this PE's records, [el][me] of d's ll_comb_send
+                          // or [e] of ll_comb_recv
+  uint64_t** ll_comb_sig_at;  // [d]: d's ll_comb_sig[me][0] as this PE stores to it, where loads[d]
 };
 
 // The launch geometry the kernels are written for: `blocks` blocks of `threads` threads.
@@ -134,6 +145,33 @@ MORI_DEVICE void grid_sync(uint32_t* words) {
     }
   }
   platform::block_sync();
+}
+
+// A combine's signal against this PE's own view of the source: the two PEs must agree on whether
+// P2P reaches between them, or the outputs would be read where nobody wrote them.
+MORI_DEVICE void check_how(uint64_t signal, bool this_pe_loads) {
+  if ((uint32_t(signal) == kLoadHere) != this_pe_loads)
+    platform::trap(this_pe_loads
+                       ? "moe combine: a source put its outputs, but this PE loads them in place"
+                       : "moe combine: a source left its outputs in place, but this PE cannot "
+                         "load its memory");
+}
+
+// A pointer that every lane of the warp holds alike, in scalar registers on the GPU: the combines'
+// tables of a token's rows, which a vector copy would cost two VGPRs an entry.
+MORI_DEVICE const bf16* uniform_ptr(const bf16* p) {
+  const uint64_t u = reinterpret_cast<uint64_t>(p);
+  return reinterpret_cast<const bf16*>(uint64_t{platform::uniform(uint32_t(u >> 32))} << 32 |
+                                       platform::uniform(uint32_t(u)));
+}
+
+// A combine's signal to a PE that loads this PE's memory, so that this PE stores into d's too: a
+// release store through the P2P mapping (`at`, from the driver's shmem::ptr_p2p), after the expert
+// phase's stores. signal_op after a fence would do the same, but it carries the RDMA path too, and
+// the kernel would need its registers.
+MORI_DEVICE void signal_in_place(uint64_t* at, uint64_t value) {
+  using platform::MemOrder, platform::MemScope;
+  platform::atomic_store<MemOrder::Release, MemScope::System>(at, value);
 }
 
 // One token to fp8 by warp `lanes`: the amax over the row (each lane's share, then every lane reads

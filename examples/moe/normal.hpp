@@ -5,7 +5,8 @@
 //   Quantize        (fp8 only) every token to e4m3 with its scale, a warp per token
 //   NormalDispatch  block b sends to PEs b, b + blocks, ... then receives from the same PEs
 //   NormalExpert    block b applies this PE's experts to what PE b sent
-//   NormalCombine   block b returns PE b's outputs; every block then sums its tokens' outputs
+//   NormalCombine   block b signals PE b that its outputs are ready (with a put of them if PE b
+//                   cannot load this PE's memory); every block then sums its tokens' outputs
 //
 // Each phase is one kernel; the bench runs them in one launch with grid_sync() between them.
 // docs/moe.md explains the scopes and the ordering.
@@ -177,20 +178,30 @@ struct NormalCombine {
   Buffers b;
   Shape s;
   uint32_t epoch;
+
   MORI_DEVICE void operator()() const {
     const size_t H = size_t(s.hidden);
-    // Back to each source, in the slots it assigned: one put with its signal per source.
-    for (int d = platform::block_rank(); d < s.npes; d += platform::grid_blocks())
-      shmem::putmem_signal_nbi<Block>(
-          b.comb_recv + size_t(s.me) * s.capacity * H, b.comb_send + size_t(d) * s.capacity * H,
-          size_t(b.recv_count[d]) * s.row_bytes(), &b.comb_sig[s.me], epoch, shmem::SIGNAL_SET, d);
+    // Back to each source, in the slots it assigned, with one signal per source: a source that
+    // loads this PE's memory (P2P, this PE included) reads the outputs where the expert wrote
+    // them, so it gets the signal alone; any other gets one put with the signal.
+    for (int d = platform::block_rank(); d < s.npes; d += platform::grid_blocks()) {
+      if (b.loads[d]) {
+        if (Block::leader()) signal_in_place(b.comb_sig_at[d], tagged(epoch, kLoadHere));
+      } else {
+        shmem::putmem_signal_nbi<Block>(b.comb_recv + size_t(s.me) * s.capacity * H,
+                                        b.comb_send + size_t(d) * s.capacity * H,
+                                        size_t(b.recv_count[d]) * s.row_bytes(), &b.comb_sig[s.me],
+                                        tagged(epoch, kPutThere), shmem::SIGNAL_SET, d);
+      }
+    }
     if (Block::leader())
       for (int d = 0; d < s.npes; ++d)
-        shmem::signal_wait_until(&b.comb_sig[d], shmem::CMP_GE, epoch);
+        check_how(shmem::signal_wait_until(&b.comb_sig[d], shmem::CMP_GE, tagged(epoch, 0)),
+                  b.loads[d]);
     Block::sync();
     // Block r sums its share of the tokens, a row at a time, each thread a contiguous run of
-    // 8-element chunks of the row (chunk.hpp): each PE's slot is read once per chunk, and per
-    // element the PEs add in order.
+    // 8-element chunks of the row (chunk.hpp): each PE's row is found from two table loads per
+    // chunk (slot_of, comb_from), and per element the PEs add in order.
     const size_t per = (size_t(s.tokens) + platform::grid_blocks() - 1) / platform::grid_blocks();
     const size_t first = per * platform::block_rank();
     const size_t last = first + per < size_t(s.tokens) ? first + per : size_t(s.tokens);
@@ -202,7 +213,7 @@ struct NormalCombine {
         Chunk acc;
         for (int d = 0; d < s.npes; ++d) {
           const int32_t slot = b.slot_of[size_t(d) * s.capacity + t];
-          if (slot >= 0) add(acc, b.comb_recv + (size_t(d) * s.capacity + slot) * H + h0, n);
+          if (slot >= 0) add(acc, b.comb_from[d] + size_t(slot) * H + h0, n);
         }
         store(b.out + t * H + h0, acc, n);
       }

@@ -149,6 +149,93 @@ TEST_CASE("the buffers reused over many iterations with no barrier between them"
   run(s, c, false, 8);
 }
 
+// Over P2P (and from a PE to itself) the combines leave the outputs where the expert wrote them and
+// the token's PE loads them there: no byte of its receive region for such a PE is written. From a
+// PE only RDMA reaches, the outputs arrive in that region.
+TEST_CASE("the combines move no data to a PE that loads the expert's memory") {
+  Session s("256M");
+  Case c;
+  for (const bool ll : {false, true}) {
+    const moe::Shape sh = shape_of(c, s);
+    moe::Moe m(sh, ll ? moe::kLowLatency : moe::kNormal);
+    REQUIRE_MESSAGE(m.error().empty(), m.error());
+    m.poison();
+    REQUIRE(shmem::barrier_all() == 0);
+    const std::vector<moe::Inputs> all = inputs(c, sh, 11);
+    m.set_inputs(all[s.me]);
+    mori::Status st = ll ? m.run_ll_dispatch(1, c.launch) : m.run_normal_dispatch(1, c.launch);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    st = ll ? m.run_ll_expert(c.launch) : m.run_normal_expert(c.launch);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    st = ll ? m.run_ll_combine(1, c.launch) : m.run_normal_combine(1, c.launch);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    CHECK_MESSAGE(moe::check_out(m, all[s.me], ll).empty(), moe::check_out(m, all[s.me], ll));
+    const moe::Buffers& b = m.buffers();
+    CHECK(b.loads[s.me] == 1);  // a PE always loads its own memory
+    const size_t rows_per_pe = size_t(sh.capacity) * (ll ? sh.experts : 1), H = size_t(sh.hidden);
+    for (int d = 0; d < s.n; ++d) {
+      const uint8_t* region = reinterpret_cast<const uint8_t*>((ll ? b.ll_comb_recv : b.comb_recv) +
+                                                               d * rows_per_pe * H);
+      size_t written = 0;
+      for (size_t i = 0; i < rows_per_pe * H * 2; ++i) written += region[i] != moe::kPoison;
+      if (b.loads[d])
+        CHECK_MESSAGE(written == 0, (ll ? "low latency" : "normal")
+                                        << ": PE " << d << " wrote " << written << " bytes");
+      else
+        CHECK_MESSAGE(written > 0, (ll ? "low latency" : "normal") << ": nothing from PE " << d);
+    }
+    REQUIRE(shmem::barrier_all() == 0);
+  }
+}
+
+// PE 0 acts as if P2P did not reach PE 1 (which still loads PE 0's memory): PE 0 puts its
+// outputs and expects PE 1's to arrive, PE 1 expects to load them; each combine traps with why,
+// rather than summing rows nobody wrote.
+TEST_CASE("a combine whose PEs disagree on P2P traps with the reason") {
+  Session s("256M");
+  Case c;
+  const moe::Shape sh = shape_of(c, s);
+  for (const bool ll : {false, true}) {
+    moe::Moe m(sh, ll ? moe::kLowLatency : moe::kNormal);
+    REQUIRE_MESSAGE(m.error().empty(), m.error());
+    const moe::Buffers& b = m.buffers();
+    bool every_pe_loads = s.n > 1;  // the same on every PE: the transports are uniform
+    for (int d = 0; d < s.n; ++d) every_pe_loads &= b.loads[d] != 0;
+    if (!every_pe_loads) {
+      MESSAGE("not every PE is P2P-reachable here: the run over P2P has this case");
+      REQUIRE(shmem::barrier_all() == 0);
+      return;
+    }
+    if (s.me == 0) {
+      b.loads[1] = 0;
+      const size_t rows = size_t(sh.capacity) * sh.hidden;
+      if (ll)
+        for (int el = 0; el < sh.experts; ++el)
+          b.ll_comb_from[sh.experts + el] = b.ll_comb_recv + size_t(sh.experts + el) * rows;
+      else
+        b.comb_from[1] = b.comb_recv + rows;
+    }
+    REQUIRE(shmem::barrier_all() == 0);
+    const std::vector<moe::Inputs> all = inputs(c, sh, 5);
+    m.set_inputs(all[s.me]);
+    const moe::Launch one{1, 1, 1};  // one lane sends every signal before it waits for any
+    mori::Status st = ll ? m.run_ll_dispatch(1, one) : m.run_normal_dispatch(1, one);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    st = ll ? m.run_ll_expert(one) : m.run_normal_expert(one);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    st = ll ? m.run_ll_combine(1, one) : m.run_normal_combine(1, one);
+    if (s.me <= 1) {
+      REQUIRE_FALSE(st.ok());
+      const std::string want =
+          s.me == 0 ? "moe combine: a source left its outputs in place, but this PE cannot load "
+                      "its memory"
+                    : "moe combine: a source put its outputs, but this PE loads them in place";
+      CHECK_MESSAGE(st.message().find(want) != std::string::npos, st.message());
+    }
+    REQUIRE(shmem::barrier_all() == 0);
+  }
+}
+
 TEST_CASE("a launch larger than the buffers were made for fails with the reason") {
   Session s("256M");
   Case c;
