@@ -8,12 +8,17 @@
 // For each mode and token count (tokens per PE, powers of 2) every PE makes its tokens and uniform
 // top-k routing (moe::make_inputs), allocates a moe::Moe for that count, and runs --reps
 // repetitions, each of them in turn: mori, MPI, memcpy.
-//   mori    one launch: --warmup iterations, then every lane of the launch and every PE meet
-//           (grid_sync after barrier_all), then --iters iterations, each
-//             [Quantize, grid_sync] dispatch, grid_sync | expert, grid_sync | combine, grid_sync
-//           with clock_ns() taken by thread 0 of block 0 at each "|" and at the ends, so that host
-//           thread creation is never timed. The epoch goes up by one each iteration.
-//   MPI     MPI_Barrier, then the same phases as moe_mpi.hpp writes them, MPI_Wtime around each.
+//   mori    one launch of --warmup then --iters iterations, each three phases
+//             meet | [Quantize, grid_sync] dispatch, grid_sync | meet | expert, grid_sync |
+//             meet | combine, grid_sync |
+//           where "meet" is barrier_all by one thread and a grid_sync: every lane of every PE
+//           starts the phase together. clock_ns() is taken by thread 0 of block 0 at each "|",
+//           so a phase's time is its own: neither host thread creation nor a PE's wait for
+//           another PE still in the phase before (the stand-in expert's time differs by PE by up
+//           to 2%, which is up to 9 ms at 4096 tokens) is counted. The epoch goes up by one each
+//           iteration.
+//   MPI     the same phases as moe_mpi.hpp writes them, each after an MPI_Barrier, MPI_Wtime
+//           around each phase after its barrier.
 //   memcpy  a memcpy of each phase's bytes between two local buffers on each PE at once.
 // A repetition's figure per phase is the slowest PE's mean per iteration; the table shows the
 // median over the repetitions (the JSON adds the fastest and slowest), and the median over the
@@ -24,8 +29,8 @@
 // Bytes (GB/s = 10^9 bytes/s): the payload bytes a PE sends in the phase, the mean over PEs.
 // Dispatch sends a token's payload (hidden x 2 bytes in bf16, hidden in fp8) once per destination
 // PE it is routed to in normal mode, this PE included (the put to itself is a copy as any other),
-// and once per routed expert in low latency; combine sends back one bf16 row (hidden x 2 bytes) for
-// each of those it received. Metadata (top-k ids, weights, fp8 scales, counts) are not counted.
+// and once per routed expert in low latency; combine returns one bf16 row (hidden x 2 bytes) for
+// each of those it received (over P2P the token's PE loads it where the expert wrote it). Metadata (top-k ids, weights, fp8 scales, counts) are not counted.
 //
 // Low latency (--mode ll) runs up to --ll-max-tokens (1024): it is the mode for small batches
 // (DeepEP uses its low-latency kernels for decoding, at up to a few hundred tokens per rank), and
@@ -82,8 +87,18 @@ struct TimedLoop {
   bool pin;
   uint64_t* ns;
 
-  MORI_DEVICE void iteration(uint32_t e, uint64_t* at) const {
-    const bool clock = at && platform::block_rank() == 0 && platform::thread_rank() == 0;
+  // Every lane of every PE starts the next phase together; returns the clock on thread 0 of
+  // block 0 when `clock`.
+  MORI_DEVICE uint64_t meet(bool clock) const {
+    if (platform::block_rank() == 0 && platform::thread_rank() == 0) shmem::barrier_all();
+    moe::grid_sync(b.grid);
+    return clock ? platform::clock_ns() : 0;
+  }
+
+  // One iteration; adds each phase's nanoseconds to ns[] (thread 0 of block 0, when ns is set).
+  MORI_DEVICE void iteration(uint32_t e, uint64_t* ns) const {
+    const bool clock = ns && platform::block_rank() == 0 && platform::thread_rank() == 0;
+    uint64_t t = meet(clock);
     if (ll) {
       moe::LlDispatch{b, s, e}();
     } else {
@@ -91,13 +106,15 @@ struct TimedLoop {
       moe::NormalDispatch{b, s, e}();
     }
     moe::grid_sync(b.grid);
-    if (clock) at[1] = platform::clock_ns();
+    if (clock) ns[kDispatch] += platform::clock_ns() - t;
+    t = meet(clock);
     ll ? moe::LlExpert{b, s}() : moe::NormalExpert{b, s}();
     moe::grid_sync(b.grid);
-    if (clock) at[2] = platform::clock_ns();
+    if (clock) ns[kExpert] += platform::clock_ns() - t;
+    t = meet(clock);
     ll ? moe::LlCombine{b, s, e}() : moe::NormalCombine{b, s, e}();
     moe::grid_sync(b.grid);
-    if (clock) at[3] = platform::clock_ns();
+    if (clock) ns[kCombine] += platform::clock_ns() - t;
   }
 
   MORI_DEVICE void operator()() const {
@@ -106,18 +123,7 @@ struct TimedLoop {
                                platform::block_rank() * platform::block_threads() +
                                platform::thread_rank()));
     for (int i = 0; i < warmup; ++i) iteration(epoch + i, nullptr);
-    // Every PE and every lane of this one meet: none starts the clock while a lane is still being
-    // created or another PE is still warming up.
-    if (platform::block_rank() == 0 && platform::thread_rank() == 0) shmem::barrier_all();
-    moe::grid_sync(b.grid);
-    uint64_t at[4] = {platform::clock_ns(), 0, 0, 0};
-    for (int i = 0; i < iters; ++i) {
-      iteration(epoch + warmup + i, at);
-      if (platform::block_rank() == 0 && platform::thread_rank() == 0) {
-        for (int p = 0; p < kPhases; ++p) ns[p] += at[p + 1] - at[p];
-        at[0] = at[3];
-      }
-    }
+    for (int i = 0; i < iters; ++i) iteration(epoch + warmup + i, ns);
   }
 };
 
@@ -246,17 +252,17 @@ class Bench {
 
   Times time_mpi(moe_bench::MpiMoe& mpi, int iters) {
     for (int i = 0; i < o_.warmup; ++i) mpi.dispatch(), mpi.expert(), mpi.combine();
-    MPI_Barrier(MPI_COMM_WORLD);
     Times t{};
-    for (int i = 0; i < iters; ++i) {
+    auto timed = [](auto&& phase) {
+      MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      mpi.dispatch();
-      const double t1 = MPI_Wtime();
-      mpi.expert();
-      const double t2 = MPI_Wtime();
-      mpi.combine();
-      const double t3 = MPI_Wtime();
-      t[kDispatch] += t1 - t0, t[kExpert] += t2 - t1, t[kCombine] += t3 - t2;
+      phase();
+      return MPI_Wtime() - t0;
+    };
+    for (int i = 0; i < iters; ++i) {
+      t[kDispatch] += timed([&] { mpi.dispatch(); });
+      t[kExpert] += timed([&] { mpi.expert(); });
+      t[kCombine] += timed([&] { mpi.combine(); });
     }
     for (double& x : t) x /= iters;
     return t;
