@@ -49,6 +49,7 @@
 #include "mori/provider/bnxt_defs.hpp"
 #include "mori/provider/concepts.hpp"
 #include "mori/provider/inline_data.hpp"
+#include "mori/provider/queue_memory.hpp"
 #include "mori/provider/work_request.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 
@@ -73,14 +74,11 @@ struct Bnxt {
            bnxt::var_msn_tbl_sz(uint64_t{wqes} * kWqeSlots) * sizeof(bnxt::bnxt_re_msns);
   }
   // A new CQ ring as the driver hands it over: zeroed (for the software NIC, tests and benches).
-  static void init_cq(uint8_t* cq, uint32_t entries) {
-    for (uint64_t b = 0; b < uint64_t{entries} * kCqeBytes; ++b) cq[b] = 0;
-  }
+  static void init_cq(uint8_t* cq, uint32_t entries) { zero_cq(cq, entries, kCqeBytes); }
 
-  // The old value of a fetching atomic from its landing slot: 8-byte atomics only, in host order
-  // (the transport never posts a 4-byte one: kNativeAtomic32 is false).
+  // The old value of a fetching atomic from its landing slot (queue_memory.hpp).
   MORI_DEVICE static constexpr uint64_t atomic_result(uint64_t raw, uint8_t width) {
-    return width == 4 ? raw & 0xffffffffull : raw;
+    return atomic_result_8(raw, width);
   }
   // poll_cq's status for a CQE that is not a requester completion: this value | its type.
   static constexpr uint32_t kStatusNotRequester = 0x100;

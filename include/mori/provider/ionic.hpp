@@ -43,6 +43,7 @@
 #include "mori/provider/concepts.hpp"
 #include "mori/provider/inline_data.hpp"
 #include "mori/provider/ionic_defs.hpp"
+#include "mori/provider/queue_memory.hpp"
 #include "mori/provider/work_request.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 
@@ -57,14 +58,11 @@ struct Ionic {
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
   static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }
   // A new CQ ring as the driver hands it over: zeroed (for the software NIC, tests and benches).
-  static void init_cq(uint8_t* cq, uint32_t entries) {
-    for (uint64_t b = 0; b < uint64_t{entries} * kCqeBytes; ++b) cq[b] = 0;
-  }
+  static void init_cq(uint8_t* cq, uint32_t entries) { zero_cq(cq, entries, kCqeBytes); }
 
-  // The old value of a fetching atomic from its landing slot: 8-byte atomics only, in host order
-  // (the transport never posts a 4-byte one: kNativeAtomic32 is false).
+  // The old value of a fetching atomic from its landing slot (queue_memory.hpp).
   MORI_DEVICE static constexpr uint64_t atomic_result(uint64_t raw, uint8_t width) {
-    return width == 4 ? raw & 0xffffffffull : raw;
+    return atomic_result_8(raw, width);
   }
 
   // RDMA write (IsRead = false) or read of wr.bytes between wr.local_addr/lkey and
@@ -189,19 +187,10 @@ struct Ionic {
     w.common.length = be32::from(wr.bytes);
   }
 
-  // The composed entry as four 16-byte stores (the slot is 64-byte aligned, in global memory:
-  // GPU memory or mapped host memory). rocSHMEM additionally stores base.flags last with
-  // a release atomic; rdma-core orders an entry only by the barrier before the doorbell, which
-  // ring_doorbell provides, and mori follows rdma-core.
-  MORI_DEVICE static void publish(void* wqe, const ionic_v1_wqe& w) {
-    struct Chunks {
-      platform::Vec16 v[4];
-    };
-    static_assert(sizeof(ionic_v1_wqe) == sizeof(Chunks) && sizeof(Chunks) == kWqeBytes);
-    const Chunks c = __builtin_bit_cast(Chunks, w);
-    for (int i = 0; i < 4; ++i)
-      platform::store16_global(static_cast<uint8_t*>(wqe) + 16 * i, c.v[i]);
-  }
+  // The composed entry (queue_memory.hpp). rocSHMEM additionally stores base.flags last with a
+  // release atomic; rdma-core orders an entry only by the barrier before the doorbell, and mori
+  // follows rdma-core.
+  MORI_DEVICE static void publish(void* wqe, const ionic_v1_wqe& w) { store_wqe64(wqe, w); }
 
   // One valid CQE into `out`: progress, or the first error (ionic_comp_msn / ionic_comp_npg).
   MORI_DEVICE static void read_cqe(const state::RdmaEndpoint& ep, const ionic_v1_cqe& cqe,

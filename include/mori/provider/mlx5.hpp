@@ -34,6 +34,7 @@
 #include "mori/provider/concepts.hpp"
 #include "mori/provider/inline_data.hpp"
 #include "mori/provider/mlx5_defs.hpp"
+#include "mori/provider/queue_memory.hpp"
 #include "mori/provider/work_request.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 
@@ -239,18 +240,11 @@ struct Mlx5 {
     return {be32::from(bytes), be32::from(wr.lkey), be64::from(wr.local_addr)};
   }
 
-  // The composed WQEBB as four 16-byte stores (the slot is 64-byte aligned, in global memory).
-  // rdma-core orders a WQE only by the barrier before the doorbell, which ring_doorbell provides.
+  // The composed WQEBB (queue_memory.hpp).
   template <typename Wqe>
   MORI_DEVICE static void publish(void* wqe, const Wqe& w) {
-    struct Chunks {
-      platform::Vec16 v[4];
-    };
-    static_assert(sizeof(Wqe) == sizeof(Chunks) && sizeof(Chunks) == kWqeBytes,
-                  "an mlx5 WQE is one WQEBB");
-    const Chunks c = __builtin_bit_cast(Chunks, w);
-    for (int i = 0; i < 4; ++i)
-      platform::store16_global(static_cast<uint8_t*>(wqe) + 16 * i, c.v[i]);
+    static_assert(sizeof(Wqe) == kWqeBytes, "an mlx5 WQE is one WQEBB");
+    store_wqe64(wqe, w);
   }
 };
 static_assert(NicProvider<Mlx5>);
