@@ -308,42 +308,32 @@ struct RdmaEngine {
     bool fence;
   };
 
+  // The active lanes' batch on one endpoint: its leader (the lowest lane: it reserves, and waits
+  // for room), its last lane (it submits: it holds the last WQE, which some providers' doorbells
+  // copy), this lane's first position and the batch's size.
+  struct Batch {
+    int lane, leader, last;
+    uint32_t rank, count;
+  };
+
+  // What a wait of post_batch waits for, in the lanes that wait: ep.completed + slack >= need.
+  struct Room {
+    bool waits;
+    uint64_t need, slack;
+  };
+
   // One batch on `ep`: the active lanes on it reserve their WQEs together, K each but where a
   // lane splits a message (`splits`: it posts wqes() instead), write_lane(slots) writes this
   // lane's and returns the last one written, and the batch's last lane submits. With kAwait, each
   // lane then waits until the batch is complete, `awaiting` naming it in a timeout message.
-  // Returns this lane's first index.
+  // Returns this lane's first index. The phases, in order: lay_out, reserve, wait for room,
+  // write_and_submit, and with kAwait wait for the batch.
   template <uint32_t K, bool kAwait = false, typename Wqes, typename WriteLane>
   MORI_DEVICE static uint64_t post_batch(RdmaEndpoint& ep, bool splits, Wqes&& wqes, int pe,
                                          WriteLane&& write_lane, const char* awaiting = nullptr) {
-    // 1. reserve: the lowest lane of the batch reserves for it and hands the base to the others.
-    const uint64_t active = lanes_on(ep);
-    const int lane = platform::lane_id();
-    const int leader = __builtin_ctzll(active);
-    const int last = 63 - __builtin_clzll(active);
-    uint32_t count = K * static_cast<uint32_t>(__builtin_popcountll(active));
-    uint32_t rank =
-        K * static_cast<uint32_t>(__builtin_popcountll(active & ((uint64_t{1} << lane) - 1)));
-    if (platform::ballot(splits) != 0) [[unlikely]] {  // a lane splits (post_span)
-      const uint32_t mine = splits ? wqes() : K;
-      positions(active, lane, [&](int l) { return platform::shuffle(mine, l); }, &rank, &count);
-      check_fits(ep, count, pe);
-    }
+    const Batch b = lay_out<K>(ep, splits, wqes, pe);
     uint64_t reservation = 0;
-    // 2. flow control, once for the batch, by its leader: its last WQE must fit in the ring, at
-    // most sq_wqes - 1 outstanding (see the top): ep.completed + slack must reach `need`.
-    bool waits = lane == leader;
-    uint64_t need = 0, slack = 0;
-    if (waits) {
-      reservation = reserve(ep, count);
-      MORI_PATH_MARK("rdma.reserve");  // the batch leader's part (bench/isa_paths.txt)
-      // Checked builds and the host backend only: on the GPU the runtime refuses SQs below 256
-      // entries, and a wavefront's batch of post_n is at most 128 WQEs (a batch with a split
-      // message is checked above).
-      if constexpr (state::kDescribeFailures) check_fits(ep, count, pe);
-      need = (reservation & ~kFenceNext) + count;
-      slack = ep.sq_wqes - 1;
-    }
+    Room room = b.lane == b.leader ? reserve_room(ep, b.count, pe, &reservation) : Room{};
     // One wait, entered for flow control and, with kAwait, again for the completion: each wait
     // is an inlined CQ poll and timeout site, a quarter of a fetching atomic's code, so the loop
     // is kept rolled (docs/rdma-engine.md, "The engine"). Acquire (in wait_completed): the NIC
@@ -355,30 +345,70 @@ struct RdmaEngine {
     bool posted = false;
     MORI_NO_UNROLL
     do {
-      if (waits)
+      if (room.waits)
         wait_completed(ep, pe, posted ? awaiting : "post (waiting for a free WQE)",
-                       [=](uint64_t completed) { return completed + slack >= need; });
+                       [=](uint64_t completed) { return completed + room.slack >= room.need; });
       if (posted) break;
-      reservation = platform::shuffle(reservation, leader);
-      // 3. write. The fence bit, when this batch consumed one, goes on its first WQE: the first
-      // WQE reserved after the fence() call.
-      const Slots at{reservation & ~kFenceNext, rank, count, (reservation & kFenceNext) != 0};
-      void* wqe = write_lane(at);
-      // 4.-5. submit and ring in posting order, by the batch's last lane (it holds the last WQE,
-      // which some providers' doorbells copy). Waiting per lane instead would deadlock a
-      // converged wavefront: lane i would spin on a store of lane i - 1, which cannot run until
-      // lane i exits.
-      if (lane == last) submit(ep, at.base, at.base + count, wqe, pe);
-      first = at.base + rank;
-      // 6. (kAwait) the second pass: every lane waits until the batch is complete. Its last WQE
-      // is the one signalled, so no lane's completes sooner; and the batch's end is the same for
+      const Slots at =
+          write_and_submit(ep, b, platform::shuffle(reservation, b.leader), write_lane, pe);
+      first = at.base + at.rank;
+      // (kAwait) the second pass: every lane waits until the batch is complete. Its last WQE is
+      // the one signalled, so no lane's completes sooner; and the batch's end is the same for
       // every lane, where a lane's own end would hold a register through the WQE writes.
       posted = true;
-      waits = true;
-      need = at.base + count;
-      slack = 0;
+      room = {true, at.base + at.count, 0};
     } while (kAwait);
     return first;
+  }
+
+  // Lay out: K WQEs per active lane on `ep`, in lane order; a batch where a lane splits a message
+  // counts each lane's own (and is checked to fit here: reserve_room checks the others in checked
+  // builds only).
+  template <uint32_t K, typename Wqes>
+  MORI_DEVICE static Batch lay_out(const RdmaEndpoint& ep, bool splits, Wqes&& wqes, int pe) {
+    const uint64_t active = lanes_on(ep);
+    Batch b;
+    b.lane = platform::lane_id();
+    b.leader = __builtin_ctzll(active);
+    b.last = 63 - __builtin_clzll(active);
+    b.count = K * static_cast<uint32_t>(__builtin_popcountll(active));
+    b.rank =
+        K * static_cast<uint32_t>(__builtin_popcountll(active & ((uint64_t{1} << b.lane) - 1)));
+    if (platform::ballot(splits) != 0) [[unlikely]] {  // a lane splits (post_span)
+      const uint32_t mine = splits ? wqes() : K;
+      positions(
+          active, b.lane, [&](int l) { return platform::shuffle(mine, l); }, &b.rank, &b.count);
+      check_fits(ep, b.count, pe);
+    }
+    return b;
+  }
+
+  // Reserve (the batch's leader): `count` indices from ep.reserved into *reservation, and the room
+  // flow control waits for: the batch's last WQE must fit in the ring, at most sq_wqes - 1
+  // outstanding (see the top).
+  MORI_DEVICE static Room reserve_room(RdmaEndpoint& ep, uint32_t count, int pe,
+                                       uint64_t* reservation) {
+    *reservation = reserve(ep, count);
+    MORI_PATH_MARK("rdma.reserve");  // the batch leader's part (bench/isa_paths.txt)
+    // Checked builds and the host backend only: on the GPU the runtime refuses SQs below 256
+    // entries, and a wavefront's batch of post_n is at most 128 WQEs (a batch with a split
+    // message is checked in lay_out).
+    if constexpr (state::kDescribeFailures) check_fits(ep, count, pe);
+    return {true, (*reservation & ~kFenceNext) + count, ep.sq_wqes - 1};
+  }
+
+  // Write and submit: this lane's WQEs at its slots of the batch reserved at `reservation`, the
+  // fence bit on the batch's first WQE when the batch consumed a fence mark (the first WQE
+  // reserved after the fence() call); then submit and ring, in posting order, by the batch's last
+  // lane. Waiting per lane instead would deadlock a converged wavefront: lane i would spin on a
+  // store of lane i - 1, which cannot run until lane i exits.
+  template <typename WriteLane>
+  MORI_DEVICE static Slots write_and_submit(RdmaEndpoint& ep, const Batch& b, uint64_t reservation,
+                                            WriteLane&& write_lane, int pe) {
+    const Slots at{reservation & ~kFenceNext, b.rank, b.count, (reservation & kFenceNext) != 0};
+    void* wqe = write_lane(at);
+    if (b.lane == b.last) submit(ep, at.base, at.base + b.count, wqe, pe);
+    return at;
   }
 
   // Writes `wr` as this lane's k-th WQE of the batch `at`; returns its slot.
