@@ -81,9 +81,9 @@ size_t format_device_error(const state::DeviceError& record, char* out, size_t c
   if (length > 0) return w.text(": ").text(record.message, length).length();
   w.text(" (code ").dec(record.code).text(", PE ").dec_signed(record.pe);
   w.text(", address ").hex(record.address).text(", observed ").dec(record.observed);
-  if (record.qp != 0) {
-    w.text("; qp ").hex(record.qp).text(": posted ").dec(record.sq_posted);
-    w.text(", completed ").dec(record.sq_completed).text(", cq consumed ").dec(record.cq_consumed);
+  if (const state::QueueNote& q = record.queue; q.qp != 0) {
+    w.text("; qp ").hex(q.qp).text(": posted ").dec(q.posted);
+    w.text(", completed ").dec(q.completed).text(", cq consumed ").dec(q.consumed);
   }
   return w.text(")").length();
 }

@@ -64,9 +64,9 @@ TEST_CASE("rdma faults: an error completion traps with the syndrome, PE and queu
   const state::DeviceError* record = shmem::globalGpuStates.error;
   CHECK(record->code == static_cast<uint32_t>(DeviceErrorCode::kCompletionError));
   CHECK(record->pe == peer);
-  CHECK(record->qp == softnic_qpn(peer, 0, shmem::num_qp_per_pe()));
-  CHECK(record->sq_posted == 10);
-  CHECK(record->sq_completed == 5);
+  CHECK(record->queue.qp == softnic_qpn(peer, 0, shmem::num_qp_per_pe()));
+  CHECK(record->queue.posted == 10);
+  CHECK(record->queue.completed == 5);
   CHECK_MESSAGE(contains(failure, record->message), record->message);
   // The host API reads the record as one line, and clears it.
   const std::string read = shmem::device_error();
@@ -99,7 +99,7 @@ TEST_CASE("rdma faults: a dropped completion makes quiet time out with the queue
                                       queue_text(peer, shmem::num_qp_per_pe(), 4, 3)),
                 failure);
   CHECK(shmem::globalGpuStates.error->code == static_cast<uint32_t>(DeviceErrorCode::kTimeout));
-  CHECK(shmem::globalGpuStates.error->sq_completed == 3);
+  CHECK(shmem::globalGpuStates.error->queue.completed == 3);
   CHECK(ms >= 300);
   CHECK(ms < 20000);
   const_cast<state::DeviceError*>(shmem::globalGpuStates.error)->code = 0;

@@ -62,10 +62,7 @@ DeviceError* timeout_record() {
                   .pe = 1,
                   .address = 0x7f3a00001000,
                   .observed = 5,
-                  .qp = 0x107,
-                  .sq_posted = 12,
-                  .sq_completed = 10,
-                  .cq_consumed = 3,
+                  .queue = {.qp = 0x107, .posted = 12, .completed = 10, .consumed = 3},
                   .message = {}};
   return &r;
 }

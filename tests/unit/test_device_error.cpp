@@ -38,10 +38,10 @@ TEST_CASE("device_error: a release GPU record without text reads as its kind and
   CHECK(describe_device_error(record(DeviceErrorCode::kTimeout, 1, 0x7f3a00001000, 5)) ==
         "timeout (code 5, PE 1, address 0x7f3a00001000, observed 5)");
   DeviceError r = record(DeviceErrorCode::kCompletionError, 3, 0, 0x14);
-  r.qp = 0x107;
-  r.sq_posted = 12;
-  r.sq_completed = 10;
-  r.cq_consumed = 3;
+  r.queue.qp = 0x107;
+  r.queue.posted = 12;
+  r.queue.completed = 10;
+  r.queue.consumed = 3;
   CHECK(describe_device_error(r) ==
         "RDMA error completion (code 8, PE 3, address 0x0, observed 20; qp 0x107: posted 12, "
         "completed 10, cq consumed 3)");
@@ -52,6 +52,6 @@ TEST_CASE("device_error: a release GPU record without text reads as its kind and
 TEST_CASE("device_error: a message filling the whole buffer without a NUL is not overrun") {
   DeviceError r = record(DeviceErrorCode::kBadArgument, 0, 0, 0);
   std::memset(r.message, 'x', sizeof r.message);
-  r.qp = 0xabcd;  // the bytes after message: not read as text
+  r.queue.qp = 0xabcd;  // the bytes after message: not read as text
   CHECK(describe_device_error(r) == "bad argument: " + std::string(sizeof r.message, 'x'));
 }

@@ -173,7 +173,7 @@ void error_completion(const std::string& status) {
   REQUIRE(!result.ok());
   // How far the other lanes had posted when the error was seen varies: past the failed WQE, and
   // less than a ring beyond the WQEs completed before it (flow control).
-  const uint32_t posted = state.record.sq_posted;
+  const uint32_t posted = state.record.queue.posted;
   CHECK(posted > 300);
   CHECK(posted < 300 + kSqWqes);
   // Every write is signalled (a lane's batch is one WQE): the CQ holds a completion for each of
@@ -185,8 +185,8 @@ void error_completion(const std::string& status) {
   CHECK(state.record.message == expected);
   CHECK(state.record.code == static_cast<uint32_t>(mori::state::DeviceErrorCode::kCompletionError));
   CHECK(state.record.pe == kPe);
-  CHECK(state.record.qp == kQpn);
-  CHECK(state.record.sq_completed == 300);
+  CHECK(state.record.queue.qp == kQpn);
+  CHECK(state.record.queue.completed == 300);
 }
 
 // The NIC never completes the last of ten WQEs: quiet times out and names the queue's indices. Only
@@ -218,9 +218,9 @@ void dropped_completion() {
   CHECK(status.message().find(expected) != std::string::npos);
   CHECK(state.record.code == static_cast<uint32_t>(mori::state::DeviceErrorCode::kTimeout));
   CHECK(state.record.message == expected);
-  CHECK(state.record.qp == kQpn);
-  CHECK(state.record.sq_posted == 10);
-  CHECK(state.record.sq_completed == 9);
+  CHECK(state.record.queue.qp == kQpn);
+  CHECK(state.record.queue.posted == 10);
+  CHECK(state.record.queue.completed == 9);
   CHECK(state.record.observed == 9);
 }
 

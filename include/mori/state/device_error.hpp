@@ -14,14 +14,6 @@ namespace mori::state {
 
 using Message = Text<sizeof(DeviceError::message)>;
 
-// An RDMA failure's queue state (DeviceError::qp, sq_posted, sq_completed, cq_consumed).
-struct QueueNote {
-  uint32_t qp = 0;
-  uint32_t posted = 0;
-  uint32_t completed = 0;
-  uint32_t consumed = 0;
-};
-
 struct FailureInfo {
   DeviceErrorCode code;
   int pe = -1;
@@ -57,12 +49,7 @@ MORI_DEVICE MORI_COLD_INLINE void record_failure(const FailureInfo& info, const 
   record->pe = info.pe;
   record->address = info.address;
   record->observed = info.observed;
-  if (info.has_queue) {
-    record->qp = info.queue.qp;
-    record->sq_posted = info.queue.posted;
-    record->sq_completed = info.queue.completed;
-    record->cq_consumed = info.queue.consumed;
-  }
+  if (info.has_queue) record->queue = info.queue;
   if (length > 0) {
     for (int i = 0; i < length; ++i) record->message[i] = text[i];
     record->message[length] = '\0';

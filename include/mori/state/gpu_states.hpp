@@ -93,6 +93,16 @@ enum class DeviceErrorCode : uint32_t {
   kCompletionError = 8,  // an RDMA error completion
 };
 
+// An RDMA queue's state at a failure, the low 32 bits of each count: its QP, and the WQEs posted
+// (RdmaEndpoint::submitted), completed, and whose CQEs were consumed. The device-error record keeps
+// one, and the engine's message prints the same one, so that the two agree.
+struct QueueNote {
+  uint32_t qp;  // 0: the failure involved no queue
+  uint32_t posted;
+  uint32_t completed;
+  uint32_t consumed;
+};
+
 // The device-error record: the first failure a device call detects (a bad argument, a timed-out
 // wait, an error completion) is written here before the kernel traps, so that the host can print
 // what happened.
@@ -101,10 +111,7 @@ struct DeviceError {
   int32_t pe;         // the PE the failed call targeted, -1 if none
   uint64_t address;   // the address involved, 0 if none
   uint64_t observed;  // the awaited value's state when a wait timed out
-  uint32_t qp;        // RDMA: queue pair and queue indices at the time of the error
-  uint32_t sq_posted;
-  uint32_t sq_completed;
-  uint32_t cq_consumed;
+  QueueNote queue;    // RDMA: the queue at the time of the error
   char message[160];  // NUL-terminated, one line
 };
 static_assert(sizeof(DeviceError) == 200, "DeviceError is part of the device-state ABI");

@@ -230,18 +230,18 @@ struct RdmaEngine {
       // it completed. A flush may name none (Ionic's): completed_through stays where it was.
       const uint64_t failed = p.completed_through - 1;
       const uint64_t through = p.completed_through > load(&ep.completed) ? failed : kFromEndpoint;
-      const QueueSnapshot q = snapshot(ep, through);
-      state::fail_in_line(
-          {state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, note(q)},
-          [&](state::Message& m) {
-            m << "RDMA " << Provider::kName << " error completion: " << p.status_text << " (status "
-              << hex(p.status) << ") on ";
-            if (through == kFromEndpoint)
-              m << "a WQE the CQE does not name, ";
-            else
-              m << "WQE " << failed << ", ";
-            describe_queue(m, q, pe);
-          });
+      const state::QueueNote q = snapshot(ep, through);
+      state::fail_in_line({state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, q},
+                          [&](state::Message& m) {
+                            m << "RDMA " << Provider::kName
+                              << " error completion: " << p.status_text << " (status "
+                              << hex(p.status) << ") on ";
+                            if (through == kFromEndpoint)
+                              m << "a WQE the CQE does not name, ";
+                            else
+                              m << "WQE " << failed << ", ";
+                            describe_queue(m, q, pe);
+                          });
     }
     // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote
     // before the CQE (poll_cq read the CQE with acquire): read data, old values of atomics.
@@ -475,34 +475,26 @@ struct RdmaEngine {
     platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.submitted, next);
   }
 
-  // The queue's counters, read once: the failure record's fields (note(), low 32 bits) and its
-  // message (describe_queue()) both come from one snapshot, so they agree while other lanes go on
-  // posting. `completed`: the WQEs known complete (ep.completed unless an error CQE says more).
-  struct QueueSnapshot {
-    uint32_t qpn;
-    uint64_t posted, completed, consumed;
-  };
-  MORI_DEVICE MORI_COLD_INLINE static QueueSnapshot snapshot(const RdmaEndpoint& ep,
-                                                             uint64_t completed = kFromEndpoint) {
-    return {ep.qpn, load(&ep.submitted),
-            completed == kFromEndpoint ? load(&ep.completed) : completed, load(&ep.cq_consumed)};
-  }
-
-  MORI_DEVICE static state::QueueNote note(const QueueSnapshot& q) {
-    return {q.qpn, static_cast<uint32_t>(q.posted), static_cast<uint32_t>(q.completed),
-            static_cast<uint32_t>(q.consumed)};
+  // The queue's counters, read once: the failure record's fields and its message
+  // (describe_queue()) both come from one snapshot, so they agree while other lanes go on posting.
+  // `completed`: the WQEs known complete (ep.completed unless an error CQE says more).
+  MORI_DEVICE MORI_COLD_INLINE static state::QueueNote snapshot(
+      const RdmaEndpoint& ep, uint64_t completed = kFromEndpoint) {
+    return {ep.qpn, static_cast<uint32_t>(load(&ep.submitted)),
+            static_cast<uint32_t>(completed == kFromEndpoint ? load(&ep.completed) : completed),
+            static_cast<uint32_t>(load(&ep.cq_consumed))};
   }
 
   // "qp 7 posted 12, completed 10, cq consumed 3 (PE 1)"
-  MORI_DEVICE static void describe_queue(state::Message& m, const QueueSnapshot& q, int pe) {
-    m << "qp " << q.qpn << " posted " << q.posted << ", completed " << q.completed
+  MORI_DEVICE static void describe_queue(state::Message& m, const state::QueueNote& q, int pe) {
+    m << "qp " << q.qp << " posted " << q.posted << ", completed " << q.completed
       << ", cq consumed " << q.consumed << " (PE " << pe << ")";
   }
 
   MORI_DEVICE MORI_COLD_INLINE static void time_out(const RdmaEndpoint& ep, int pe,
                                                     const char* call) {
-    const QueueSnapshot q = snapshot(ep);
-    state::fail_in_line({state::DeviceErrorCode::kTimeout, pe, 0, q.completed, true, note(q)},
+    const state::QueueNote q = snapshot(ep);
+    state::fail_in_line({state::DeviceErrorCode::kTimeout, pe, 0, q.completed, true, q},
                         [&](state::Message& m) {
                           state::timeout_prefix(m, call);
                           describe_queue(m, q, pe);
