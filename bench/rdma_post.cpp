@@ -11,9 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "backend/host/softnic/codec.hpp"
@@ -21,39 +19,14 @@
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
 #include "mori/transport/rdma_engine.hpp"
+#include "unit/qp_memory.hpp"
 
 namespace mp = mori::provider;
 namespace sn = mori::softnic;
-using mori::state::RdmaEndpoint;
 
 namespace {
 
-constexpr uint32_t kSqWqes = 256;
-
-template <typename P>
-struct Queue {
-  std::vector<uint8_t> sq = std::vector<uint8_t>(P::sq_bytes(kSqWqes) + 64);
-  std::vector<uint8_t> cq;
-  std::vector<uint64_t> words = std::vector<uint64_t>(8);
-  std::vector<uint64_t> local = std::vector<uint64_t>(1024);
-  RdmaEndpoint ep{};
-  uint64_t produced = 0;
-
-  Queue() {
-    const uint32_t entries = kSqWqes;
-    cq.assign(uint64_t{entries} * P::kCqeBytes, 0);
-    P::init_cq(cq.data(), entries);
-    ep.sq = sq.data();
-    ep.cq = cq.data();
-    ep.dbr = reinterpret_cast<uint32_t*>(words.data());
-    ep.db = &words[1];
-    ep.sq_wqes = kSqWqes;
-    ep.cq_entries = entries;
-    ep.qpn = 0x101;
-    ep.cqn = 0x101;
-    ep.provider_word[0] = 4096;
-  }
-};
+constexpr uint32_t kSqWqes = 256, kQpn = 0x101;
 
 mp::WorkRequest request(const std::string& op, uint64_t* local, const uint64_t* value) {
   mp::WorkRequest wr{};
@@ -79,15 +52,17 @@ mp::WorkRequest request(const std::string& op, uint64_t* local, const uint64_t* 
 // Posts `iters` requests; returns ns per request.
 template <typename P>
 double run(uint64_t iters, const std::string& op) {
-  Queue<P> q;
+  mori::test::QueueMemory<P> q(kQpn, 4096, 0, kSqWqes);
+  std::vector<uint64_t> local(1024);
+  uint64_t produced = 0;  // CQEs the NIC's half has written
   const sn::Codec& c = sn::codec_for<P>();
   const uint64_t value = 42;
-  const mp::WorkRequest wr = request(op, q.local.data(), &value);
+  const mp::WorkRequest wr = request(op, local.data(), &value);
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < iters; ++i) {
     const uint64_t index = mori::transport::RdmaEngine<P>::post(q.ep, wr, 1);
     // The NIC's half, outside post: complete the request at once.
-    c.complete(q.ep, &q.produced, index, wr, sn::CompletionStatus::kSuccess);
+    c.complete(q.ep, &produced, index, wr, sn::CompletionStatus::kSuccess);
   }
   mori::transport::RdmaEngine<P>::quiet(q.ep, 1);
   const auto ns =

@@ -6,10 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/host/softnic/softnic.hpp"
@@ -19,6 +18,7 @@
 #include "mori/provider/ionic.hpp"
 #include "mori/provider/mlx5.hpp"
 #include "mori/transport/rdma_engine.hpp"
+#include "qp_memory.hpp"
 
 namespace mori::test::softnic_rig {
 
@@ -31,7 +31,8 @@ using mori::transport::RdmaEngine;
 using mp::Opcode;
 using mp::WorkRequest;
 
-constexpr uint32_t kSqWqes = 64, kQpn = 7, kRkey = 0x1234, kLkey = 0x55;
+using mori::test::kSqWqes;
+constexpr uint32_t kQpn = 7, kRkey = 0x1234, kLkey = 0x55;
 constexpr int kPe = 1;
 constexpr uint64_t kRemoteBase = 0x7f0000000000;  // PE 1's heap in PE 1's address space
 constexpr size_t kHeapWords = 8192, kLocalWords = 8192;
@@ -63,46 +64,36 @@ struct Traits<mp::Bnxt> {
 
 using DeviceState = mori::test::DeviceStateGuard;
 
-// One QP's memory as the driver hands it over: a zeroed SQ of kSqWqes, a CQ ring of one CQE per
-// outstanding WQE in its initial state, the doorbell record and register.
-template <typename P>
-struct QueueMemory {
-  uint8_t* sq = static_cast<uint8_t*>(std::aligned_alloc(64, P::sq_bytes(kSqWqes)));
-  std::vector<uint8_t> cq = std::vector<uint8_t>(kSqWqes * P::kCqeBytes, 0);
-  uint32_t dbr[2] = {};
-  uint64_t db = 0;
-  RdmaEndpoint ep{};
+using mori::test::QueueMemory;
 
-  // bnxt's engine reads the path MTU and its next PSN (the QP's initial send PSN) from the
-  // endpoint, as the runtime seeds them.
-  QueueMemory(uint32_t qpn, uint32_t path_mtu_bytes, uint32_t initial_psn) {
-    std::memset(sq, 0, P::sq_bytes(kSqWqes));
-    P::init_cq(cq.data(), kSqWqes);
-    ep.sq = sq, ep.cq = cq.data(), ep.dbr = dbr, ep.db = &db;
-    ep.sq_wqes = kSqWqes, ep.cq_entries = kSqWqes, ep.qpn = qpn, ep.cqn = 0x42;
-    ep.provider_word[0] = path_mtu_bytes;
-    ep.provider_state = initial_psn;
-  }
-  ~QueueMemory() { std::free(sq); }
-  QueueMemory(const QueueMemory&) = delete;
-  QueueMemory& operator=(const QueueMemory&) = delete;
+// How a Rig is laid out, beyond its NIC's options; the defaults serve most tests.
+struct RigShape {
+  uint32_t initial_psn = 0;          // the QP's initial send PSN (BNXT's MSN entries count from it)
+  uint32_t path_mtu = 4096;          // bytes: BNXT's engine and NIC count a WQE's packets by it
+  size_t heap_words = kHeapWords;    // PE 1's memory
+  size_t local_words = kLocalWords;  // the registered local buffer
 };
 
 // One QP to PE 1, PE 1's heap, this process's registered buffer, and a SoftNic serving the QP.
 template <typename P>
 struct Rig : QueueMemory<P> {
-  std::vector<uint64_t> heap = std::vector<uint64_t>(kHeapWords, 0);    // PE 1's memory
-  std::vector<uint64_t> local = std::vector<uint64_t>(kLocalWords, 0);  // registered with kLkey
+  std::vector<uint64_t> heap;   // PE 1's memory, at kRemoteBase in PE 1's address space
+  std::vector<uint64_t> local;  // registered with kLkey
   std::unique_ptr<sn::SoftNic> nic;
 
   explicit Rig(sn::SoftNicOptions options = no_env(), uint32_t initial_psn = 0)
-      : QueueMemory<P>(kQpn, 4096, initial_psn) {
+      : Rig(std::move(options), RigShape{.initial_psn = initial_psn}) {}
+  Rig(sn::SoftNicOptions options, const RigShape& shape)
+      : QueueMemory<P>(kQpn, shape.path_mtu, shape.initial_psn),
+        heap(shape.heap_words, 0),
+        local(shape.local_words, 0) {
     sn::MemoryTable table;
-    table.remote.push_back({kPe, kRemoteBase, kHeapWords * 8, kRkey, heap.data()});
-    table.local.push_back({reinterpret_cast<uint64_t>(local.data()), kLocalWords * 8, kLkey});
+    table.remote.push_back({kPe, kRemoteBase, heap.size() * 8, kRkey, heap.data()});
+    table.local.push_back({reinterpret_cast<uint64_t>(local.data()), local.size() * 8, kLkey});
     nic = std::make_unique<sn::SoftNic>(
-        sn::codec_for<P>(), std::vector<sn::ServedEndpoint>{{&this->ep, kPe, initial_psn}}, table,
-        options);
+        sn::codec_for<P>(),
+        std::vector<sn::ServedEndpoint>{{&this->ep, kPe, shape.initial_psn, {}}}, table,
+        std::move(options));
   }
   ~Rig() { nic->stop(); }
   static sn::SoftNicOptions no_env() {
@@ -112,14 +103,14 @@ struct Rig : QueueMemory<P> {
   }
   void start() { REQUIRE(nic->start().ok()); }
   uint64_t remote(size_t word) const { return kRemoteBase + word * 8; }
-  WorkRequest rdma(Opcode op, uint64_t remote_addr, size_t local_word, uint32_t bytes) {
+  WorkRequest rdma(Opcode op, uint64_t remote_addr, size_t local_word, uint32_t bytes) const {
     WorkRequest wr{};
     wr.opcode = op, wr.remote_addr = remote_addr, wr.rkey = kRkey, wr.lkey = kLkey;
     wr.local_addr = reinterpret_cast<uint64_t>(&local[local_word]), wr.bytes = bytes;
     return wr;
   }
   WorkRequest atomic(Opcode op, size_t remote_word, size_t old_word, uint8_t width, uint64_t v,
-                     uint64_t compare = 0) {
+                     uint64_t compare = 0) const {
     WorkRequest wr = rdma(op, remote(remote_word), old_word, 0);
     wr.width = width, wr.operand = v, wr.compare = compare;
     return wr;

@@ -1,29 +1,22 @@
 // RdmaEngine::post_span (transport/rdma_engine.hpp): a transfer above the largest message goes out
-// as consecutive WQEs of one batch, for every provider against the software NIC of
-// rdma_engine_fixture.hpp. The largest message is a template argument, 16 bytes here, so that the
+// as consecutive WQEs of one batch, for every provider against the software NIC (SoftNic, through
+// softnic_rig.hpp's Rig). The largest message is a template argument, 16 bytes here, so that the
 // split runs on buffers of a few hundred bytes where a put would need more than 1 GiB.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "device_state_guard.hpp"
-#include "mori/host/launch.hpp"
-#include "mori/transport/rdma_engine.hpp"
+#include "mori/state/gpu_states.hpp"
 #include "providers.hpp"
-#include "rdma_engine_fixture.hpp"
-
-namespace mp = mori::provider;
-namespace plat = mori::platform;
-using mori::host::launch;
-using mori::transport::RdmaEngine;
-using mp::Opcode;
-using namespace mori::test::engine;
+#include "softnic_rig.hpp"
 
 namespace {
 
-constexpr int kPe = 1;
+using namespace mori::test::softnic_rig;
+
 constexpr uint64_t kPiece = 16;  // the largest message in these tests
 constexpr uint64_t wqes_of(uint64_t bytes) {
   return bytes <= kPiece ? 1 : (bytes - 1) / kPiece + 1;
@@ -39,40 +32,47 @@ TEST_CASE_TEMPLATE("engine: post_span splits a transfer into messages of at most
   using Engine = RdmaEngine<P>;
   constexpr int kLanes = 8, kRounds = 24;
   constexpr uint64_t kSlot = 208;  // 200 bytes and a guard
+  constexpr size_t kSlots = size_t{kLanes} * kRounds, kSlotWords = kSlot / 8;
   const auto bytes_of = [](int lane, int round) -> uint64_t {
     const uint64_t edges[] = {1, 15, 16, 17, 31, 32, 33, 200};
     return round < 8 ? edges[(lane + round) % 8] : 1 + (lane * 37 + round * 11) % 200;
   };
-  FakeQp<P> qp;
-  mori::test::DeviceStateGuard state(20'000'000'000);  // a hang fails instead of blocking
-  const size_t slots = size_t{kLanes} * kRounds;
-  std::vector<uint8_t> src(slots * kSlot), dst(slots * kSlot, 0), back(slots * kSlot, 0xee);
-  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 29 + 3);
+  // This process's memory: the sources, then where the reads land. PE 1's: the write targets.
+  constexpr size_t kSrc = 0, kBack = kSlots * kSlotWords;
+  Rig<P> rig(Rig<P>::no_env(),
+             RigShape{.heap_words = kSlots * kSlotWords, .local_words = 2 * kSlots * kSlotWords});
+  DeviceState state(20'000'000'000);  // a hang fails instead of blocking
+  auto* src = reinterpret_cast<uint8_t*>(&rig.local[kSrc]);
+  auto* back = reinterpret_cast<uint8_t*>(&rig.local[kBack]);
+  const auto* dst = reinterpret_cast<const uint8_t*>(rig.heap.data());
+  for (size_t i = 0; i < kSlots * kSlot; ++i) src[i] = static_cast<uint8_t>(i * 29 + 3);
+  std::fill_n(back, kSlots * kSlot, 0xee);
   uint64_t expected_wqes = 0;
   for (int lane = 0; lane < kLanes; ++lane)
     for (int round = 0; round < kRounds; ++round)
       expected_wqes += 2 * wqes_of(bytes_of(lane, round));
-  qp.start();
+  rig.start();
 
   auto status = launch({1}, {kLanes}, [&] {
     const int lane = plat::thread_rank();
     for (int round = 0; round < kRounds; ++round) {
-      const size_t at = (size_t{static_cast<size_t>(lane)} * kRounds + round) * kSlot;
+      const size_t at = (size_t{static_cast<size_t>(lane)} * kRounds + round) * kSlotWords;
       const uint64_t bytes = bytes_of(lane, round);
-      Engine::template post_span<kPiece>(qp.ep, rdma(Opcode::kWrite, &dst[at], &src[at], 0), bytes,
-                                         kPe);
-      Engine::quiet(qp.ep, kPe);  // the write has landed before it is read back
-      Engine::template post_span<kPiece>(qp.ep, rdma(Opcode::kRead, &dst[at], &back[at], 0), bytes,
-                                         kPe);
+      Engine::template post_span<kPiece>(
+          rig.ep, rig.rdma(Opcode::kWrite, rig.remote(at), kSrc + at, 0), bytes, kPe);
+      Engine::quiet(rig.ep, kPe);  // the write has landed before it is read back
+      Engine::template post_span<kPiece>(
+          rig.ep, rig.rdma(Opcode::kRead, rig.remote(at), kBack + at, 0), bytes, kPe);
     }
-    Engine::quiet(qp.ep, kPe);
+    Engine::quiet(rig.ep, kPe);
   });
+  rig.nic->stop();
+  REQUIRE_MESSAGE(rig.nic->qp_error(0).empty(), rig.nic->qp_error(0));
   REQUIRE_MESSAGE(status.ok(), status.message());
-  qp.halt();
-  REQUIRE_MESSAGE(qp.nic_error.empty(), qp.nic_error);
   CHECK(state.record.code == 0);
-  CHECK(qp.ep.submitted == expected_wqes);
-  CHECK(qp.ep.completed == expected_wqes);
+  CHECK(rig.ep.submitted == expected_wqes);
+  CHECK(rig.ep.completed == expected_wqes);
+  CHECK(rig.nic->executed() == expected_wqes);
   size_t bad_written = 0, bad_read = 0;
   for (int lane = 0; lane < kLanes; ++lane) {
     for (int round = 0; round < kRounds; ++round) {
@@ -93,16 +93,17 @@ TEST_CASE_TEMPLATE("engine: post_span splits a transfer into messages of at most
 TEST_CASE_TEMPLATE("engine: a split batch larger than the SQ fails with its size", P,
                    MORI_PROVIDERS) {
   using Engine = RdmaEngine<P>;
-  FakeQp<P> qp;
+  Rig<P> rig;
   // Without the check, flow control would wait for the room until this deadline.
-  mori::test::DeviceStateGuard state(2'000'000'000);
-  std::vector<uint8_t> src(64 * kPiece, 1), dst(64 * kPiece, 0);
-  qp.start();
+  DeviceState state(2'000'000'000);
+  constexpr uint64_t kBytes = 64 * kPiece;
+  std::fill_n(rig.local.begin(), kBytes / 8, 0x0101010101010101ull);
+  rig.start();
   auto status = launch({1}, {1}, [&] {
-    Engine::template post_span<kPiece>(qp.ep, rdma(Opcode::kWrite, dst.data(), src.data(), 0),
-                                       src.size(), kPe);
+    Engine::template post_span<kPiece>(rig.ep, rig.rdma(Opcode::kWrite, rig.remote(0), 0, 0),
+                                       kBytes, kPe);
   });
-  qp.halt();
+  rig.nic->stop();
   REQUIRE(!status.ok());
   const std::string expected =
       "RDMA: a batch of 64 WQEs cannot fit in an SQ of 64 (at most 63 outstanding; a message "
@@ -111,8 +112,9 @@ TEST_CASE_TEMPLATE("engine: a split batch larger than the SQ fails with its size
   CHECK(state.record.message == expected);
   CHECK(state.record.code == static_cast<uint32_t>(mori::state::DeviceErrorCode::kBadArgument));
   CHECK(state.record.observed == 64);
-  CHECK(qp.ep.reserved == 0);
-  CHECK(dst == std::vector<uint8_t>(dst.size(), 0));
+  CHECK(rig.ep.reserved == 0);
+  CHECK(rig.nic->executed() == 0);
+  CHECK(std::all_of(rig.heap.begin(), rig.heap.end(), [](uint64_t w) { return w == 0; }));
 }
 
 // The batch arithmetic of lanes that post different numbers of WQEs, which only a GPU wavefront

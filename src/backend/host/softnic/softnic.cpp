@@ -222,6 +222,7 @@ CompletionStatus SoftNic::decode_checked(Queue& q, uint64_t index, WorkRequest* 
     *why = "injected error (MORI_SOFTNIC_FAULT error:" + std::to_string(index) + ")";
     return CompletionStatus::kGeneral;
   }
+  if (options_.on_wqe) options_.on_wqe(static_cast<size_t>(&q - queues_.data()), index, *wr);
   return CompletionStatus::kSuccess;
 }
 

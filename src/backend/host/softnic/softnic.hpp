@@ -39,6 +39,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -138,6 +139,10 @@ struct SoftNicOptions {
   bool atomics = true;
   WirePort* port = nullptr;  // the wire QPs' port; must outlive the NIC
   int pe = 0;                // this NIC's PE: the wire responder locks private_locks' entry of it
+  // Set: called on the NIC thread with each WQE that decoded and passed its QP's checks, before it
+  // executes (`endpoint`: its place in the served list). What a WQE asked for beyond the data it
+  // moves (its fence flag, the QP it names) leaves no trace in memory; a test reads it here.
+  std::function<void(size_t endpoint, uint64_t index, const provider::WorkRequest& wr)> on_wqe;
 };
 
 class SoftNic {
@@ -165,6 +170,9 @@ class SoftNic {
   std::string qp_error(size_t i) const;
   // WQEs executed so far (all endpoints), for tests and diagnostics.
   uint64_t executed() const { return executed_.load(std::memory_order_relaxed); }
+  // Endpoint i's send PSN count (Codec::check_sequence), which a test compares with the engine's
+  // own count (BNXT's ep.provider_state); read after stop().
+  uint32_t next_psn(size_t i) const { return queues_[i].next_psn; }
   // What the adversarial mode did so far (read after stop(), or as a racy snapshot).
   AdversaryStats adversary_stats() const;
   // Endpoint i's wire QP counters (zero for a QP that is not on the wire); read after stop().
