@@ -26,6 +26,7 @@
 #include "mori/host/launch.hpp"
 #include "mori/shmem.hpp"
 #include "mori/shmem/device_api.hpp"
+#include "mpi_cli.hpp"
 #include "shmem_bench.hpp"
 
 namespace shmem = mori::shmem;
@@ -130,23 +131,19 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-pin", pin, "leave lanes unpinned");
   size_t min_size = 0, max_size = 0;
   std::vector<std::string> chosen;
-  try {
-    app.parse(argc, argv);
-    min_size = bench::parse_size(b), max_size = bench::parse_size(e);
-    if (min_size == 0 || min_size % 8 || max_size < min_size)
-      throw CLI::ValidationError("sizes", "need 0 < -b <= -e, -b a multiple of 8");
-    std::stringstream list(colls == "all" ? "" : colls);
-    for (std::string c; std::getline(list, c, ',');) {
-      if (std::find(kColls.begin(), kColls.end(), c) == kColls.end())
-        throw CLI::ValidationError("--coll", "\"" + c + "\" is not a collective of this bench");
-      chosen.push_back(c);
-    }
-    if (chosen.empty()) chosen = kColls;
-  } catch (const CLI::ParseError& err) {
-    const int rc = app.exit(err);
-    MPI_Finalize();
-    return rc;
-  }
+  if (const auto rc = bench::parse_mpi_cli(app, argc, argv, [&] {
+        min_size = bench::parse_size(b), max_size = bench::parse_size(e);
+        if (min_size == 0 || min_size % 8 || max_size < min_size)
+          throw CLI::ValidationError("sizes", "need 0 < -b <= -e, -b a multiple of 8");
+        std::stringstream list(colls == "all" ? "" : colls);
+        for (std::string c; std::getline(list, c, ',');) {
+          if (std::find(kColls.begin(), kColls.end(), c) == kColls.end())
+            throw CLI::ValidationError("--coll", "\"" + c + "\" is not a collective of this bench");
+          chosen.push_back(c);
+        }
+        if (chosen.empty()) chosen = kColls;
+      }))
+    return *rc;
   int npes = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &npes);
   setenv("MORI_SHMEM_HEAP_SIZE", (std::to_string((2 * npes * max_size >> 20) + 64) + "M").c_str(),

@@ -52,6 +52,7 @@
 
 #include "checks.hpp"
 #include "moe_mpi.hpp"
+#include "mpi_cli.hpp"
 #include "shmem_bench.hpp"
 
 namespace shmem = mori::shmem;
@@ -377,14 +378,10 @@ int main(int argc, char** argv) {
   app.add_option("--warp", o.launch.warp, "lanes per warp")->check(CLI::Range(1, 64));
   app.add_flag("--pin", o.pin, "pin lane i of PE p to CPU (p x lanes + i) mod CPUs");
   app.add_flag("--json", o.json, "one JSON object per line");
-  try {
-    app.parse(argc, argv);
-    if (o.max_tokens < o.min_tokens) throw CLI::ValidationError("tokens", "need -b <= -e");
-  } catch (const CLI::ParseError& err) {
-    const int rc = app.exit(err);
-    MPI_Finalize();
-    return rc;
-  }
+  if (const auto rc = bench::parse_mpi_cli(app, argc, argv, [&] {
+        if (o.max_tokens < o.min_tokens) throw CLI::ValidationError("tokens", "need -b <= -e");
+      }))
+    return *rc;
   int npes = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &npes);
   std::vector<Case> cases;

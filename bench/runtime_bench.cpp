@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mori/shmem.hpp"
+#include "mpi_cli.hpp"
 
 namespace {
 
@@ -54,13 +55,7 @@ int main(int argc, char** argv) {
   app.add_option("--pairs", pairs, "malloc/free pairs per measurement");
   app.add_option("--heap", heap, "MORI_SHMEM_HEAP_SIZE");
   app.add_flag("--json", json, "one JSON object per line");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    MPI_Finalize();
-    return rc;
-  }
+  if (const auto rc = mori::bench::parse_mpi_cli(app, argc, argv)) return *rc;
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -19,6 +19,7 @@
 
 #include "../tests/netns/join.hpp"
 #include "../tests/netns/uid_init.hpp"
+#include "mpi_cli.hpp"
 
 namespace mori::bench {
 
@@ -181,19 +182,15 @@ int run_main(int argc, char** argv, const Spec& spec, const Measure& measure) {
   app.add_flag("!--no-pin", opt.pin, "leave lanes unpinned (default: lane i of PE p on CPU p + i)");
   if (spec.memcpy_ref)
     app.add_flag("--memcpy", opt.memcpy_ref, "also time memcpy through the peer's P2P mapping");
-  try {
-    app.parse(argc, argv);
-    opt.min_size = spec.fixed_size ? spec.fixed_size : parse_size(b);
-    opt.max_size = spec.fixed_size ? spec.fixed_size : parse_size(e);
-    if (opt.min_size == 0 || opt.max_size < opt.min_size)
-      throw CLI::ValidationError("sizes", "need 0 < -b <= -e");
-    if (opt.memcpy_ref && opt.transport != "p2p")
-      throw CLI::ValidationError("--memcpy", "needs --transport p2p (the peer's mapping)");
-  } catch (const CLI::ParseError& err) {
-    const int rc = app.exit(err);
-    MPI_Finalize();
-    return rc;
-  }
+  if (const auto rc = bench::parse_mpi_cli(app, argc, argv, [&] {
+        opt.min_size = spec.fixed_size ? spec.fixed_size : parse_size(b);
+        opt.max_size = spec.fixed_size ? spec.fixed_size : parse_size(e);
+        if (opt.min_size == 0 || opt.max_size < opt.min_size)
+          throw CLI::ValidationError("sizes", "need 0 < -b <= -e");
+        if (opt.memcpy_ref && opt.transport != "p2p")
+          throw CLI::ValidationError("--memcpy", "needs --transport p2p (the peer's mapping)");
+      }))
+    return *rc;
 
   // What init reads. An explicit environment wins over the defaults, not over the options.
   const unsigned block = lanes_per_block(opt);

@@ -13,9 +13,7 @@
 #include "fork_children.hpp"
 
 using namespace std::chrono_literals;
-using mori::bootstrap::Bootstrap;
-using mori::bootstrap::make_tcp_bootstrap;
-using mori::bootstrap::new_unique_id;
+using namespace mori::bootstrap;  // Bootstrap, make_tcp_bootstrap, new_unique_id
 using mori::shmem::UniqueId;
 using mori::test::ChildRun;
 

@@ -26,6 +26,7 @@
 #include "mori/host/launch.hpp"
 #include "mori/shmem.hpp"
 #include "mori/shmem/device_api.hpp"
+#include "mpi_cli.hpp"
 
 namespace shmem = mori::shmem;
 using mori::Block;
@@ -119,13 +120,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "how long to run");
   app.add_option("--seed", seed, "the traffic's seed");
   app.add_option("--fail-pe", fail_pe, "make this PE report a failure")->group("");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    MPI_Finalize();
-    return rc;
-  }
+  if (const auto rc = mori::bench::parse_mpi_cli(app, argc, argv)) return *rc;
   if (!std::getenv("MORI_SHMEM_HEAP_SIZE")) setenv("MORI_SHMEM_HEAP_SIZE", "256M", 1);
   if (!std::getenv("MORI_SHMEM_TIMEOUT_MS")) setenv("MORI_SHMEM_TIMEOUT_MS", "30000", 1);
   if (shmem::init() != 0) return fail(std::string("init: ") + shmem::last_error());
