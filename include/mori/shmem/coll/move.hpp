@@ -2,9 +2,9 @@
 // alltoalls (collectives.hpp documents them and their algorithms). Each is a push, a pull or a
 // strided push, followed by the team's barrier or sync:
 //
-//   push   this PE puts its block to every member (put_nbi: P2P stores, or RDMA writes all in
-// flight
-//          at once, which the NIC pipelines), then a team barrier completes every member's puts.
+//   push   this PE puts its block to every member (put_nbi: P2P stores, or RDMA writes all
+//          in flight at once, which the NIC pipelines), then a team barrier completes every
+//          member's puts.
 //          One meeting of the team, and each member writes only what the others need.
 //   pull   (broadcast over P2P, large) every member loads the root's source at once, between two
 //          team syncs: the copies run in parallel instead of one after another on the root.

@@ -10,8 +10,7 @@
 //               write see it whole)
 //   reads       an RDMA READ may read its data late: a random prefix of its chunks at its turn, the
 //               rest after a delay, while later unfenced writes and atomics go ahead (a retried
-// READ
-//               is re-executed). A fenced request waits for it
+//               READ is re-executed). A fenced request waits for it
 //   atomics     an atomic executes at its turn, but its old value may land in local memory late,
 //               after later unfenced requests fetched their local data. A fenced request waits
 //   completions a CQE is written some time after its request's data has landed, in order
