@@ -30,7 +30,8 @@
 // Dispatch sends a token's payload (hidden x 2 bytes in bf16, hidden in fp8) once per destination
 // PE it is routed to in normal mode, this PE included (the put to itself is a copy as any other),
 // and once per routed expert in low latency; combine returns one bf16 row (hidden x 2 bytes) for
-// each of those it received (over P2P the token's PE loads it where the expert wrote it). Metadata (top-k ids, weights, fp8 scales, counts) are not counted.
+// each of those it received (over P2P the token's PE loads it where the expert wrote it). Metadata
+// (top-k ids, weights, fp8 scales, counts) are not counted.
 //
 // Low latency (--mode ll) runs up to --ll-max-tokens (1024): it is the mode for small batches
 // (DeepEP uses its low-latency kernels for decoding, at up to a few hundred tokens per rank), and

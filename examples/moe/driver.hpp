@@ -128,7 +128,6 @@ class Moe {
     take(&b_.out, cap * H);
     take(&b_.grid, 16);
     take(&b_.amax, size_t(kMaxWarps) * 64);
-    take(&b_.loads, n);
     if (modes_ & kNormal) {
       take(&b_.slot_of, n * cap);
       take(&b_.seg_count, n * (kMaxThreads + 1));
@@ -177,19 +176,19 @@ class Moe {
         return reinterpret_cast<decltype(mine)>(
             shmem::ptr_p2p(reinterpret_cast<uint64_t>(mine), s_.me, d));
       };
-      b_.loads[d] = on_d(b_.x) != nullptr;
       if (modes_ & kNormal) {
-        b_.comb_from[d] =
-            b_.loads[d] ? on_d(b_.comb_send) + me * cap * H : b_.comb_recv + size_t(d) * cap * H;
         b_.comb_sig_at[d] = on_d(b_.comb_sig + me);
+        b_.comb_from[d] = b_.comb_sig_at[d] ? on_d(b_.comb_send) + me * cap * H
+                                            : b_.comb_recv + size_t(d) * cap * H;
       }
       if (modes_ & kLowLatency) {
+        b_.ll_comb_sig_at[d] = on_d(b_.ll_comb_sig + me * E);
         for (size_t el = 0; el < E; ++el) {
           const size_t e = size_t(d) * E + el;
-          b_.ll_comb_from[e] = b_.loads[d] ? on_d(b_.ll_comb_send) + (el * n + me) * cap * H
-                                           : b_.ll_comb_recv + e * cap * H;
+          b_.ll_comb_from[e] = b_.ll_comb_sig_at[d]
+                                   ? on_d(b_.ll_comb_send) + (el * n + me) * cap * H
+                                   : b_.ll_comb_recv + e * cap * H;
         }
-        b_.ll_comb_sig_at[d] = on_d(b_.ll_comb_sig + me * E);
       }
     }
   }

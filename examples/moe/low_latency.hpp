@@ -134,7 +134,7 @@ struct LlCombine {
     for (int p = gw; p < E * s.npes; p += warps) {
       const int el = p / s.npes, d = p % s.npes;
       uint64_t* sig = &b.ll_comb_sig[size_t(s.me) * E + el];
-      if (b.loads[d]) {
+      if (b.ll_comb_sig_at[d]) {
         if (Warp::leader()) signal_in_place(b.ll_comb_sig_at[d] + el, tagged(epoch, kLoadHere));
       } else {
         shmem::putmem_signal_nbi<Warp>(b.ll_comb_recv + (size_t(s.me) * E + el) * s.capacity * H,
@@ -146,7 +146,7 @@ struct LlCombine {
     if (Warp::leader())
       for (int q = 0; q < s.npes * E; ++q)
         check_how(shmem::signal_wait_until(&b.ll_comb_sig[q], shmem::CMP_GE, tagged(epoch, 0)),
-                  b.loads[q / E]);
+                  b.ll_comb_sig_at[q / E] != nullptr);
     Warp::sync();
     size_t lo, hi;
     share<Warp>((H + kChunk - 1) / kChunk, &lo, &hi);

@@ -62,8 +62,6 @@ struct Buffers {
   bf16* out;       // [t][hidden] combine's result
   uint32_t* grid;  // 2 words: a grid barrier (bench)
   float* amax;     // [warps of the launch][64] per-lane partial maxima of the fp8 quantizer
-  int32_t* loads;  // [d]: 1 when this PE loads d's memory (P2P, itself included), so that the
-                   // combines leave the outputs in place for d
 
   // Normal mode.
   int32_t* slot_of;     // [d][t]: the token's slot at d, -1 if none of its experts is there
@@ -79,7 +77,8 @@ struct Buffers {
   bf16* comb_recv;      // [d][slot][hidden]: the outputs of a PE this PE does not load
   uint64_t* comb_sig;   // [d]: tagged(epoch, CombineFrom), after d's outputs
   bf16** comb_from;     // [d]: d's outputs for this PE's slots, d's comb_send[me] or comb_recv[d]
-  uint64_t** comb_sig_at;  // [d]: d's comb_sig[me] as this PE stores to it, where loads[d]
+  uint64_t** comb_sig_at;  // [d]: d's comb_sig[me] as this PE stores to it; null where this PE
+                           // cannot load d's memory, so d's outputs are put into comb_recv[d]
 
   // Low latency.
   uint8_t* ll_send;       // [t][record]
@@ -94,7 +93,7 @@ struct Buffers {
   uint64_t* ll_comb_sig;  // [d][el]: tagged(epoch, CombineFrom)
   bf16** ll_comb_from;    // [e]: its outputs for this PE's records, [el][me] of d's ll_comb_send
                           // or [e] of ll_comb_recv
-  uint64_t** ll_comb_sig_at;  // [d]: d's ll_comb_sig[me][0] as this PE stores to it, where loads[d]
+  uint64_t** ll_comb_sig_at;  // [d]: d's ll_comb_sig[me][0] as this PE stores to it, or null
 };
 
 // The launch geometry the kernels are written for: `blocks` blocks of `threads` threads.

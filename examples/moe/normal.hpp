@@ -185,7 +185,7 @@ struct NormalCombine {
     // loads this PE's memory (P2P, this PE included) reads the outputs where the expert wrote
     // them, so it gets the signal alone; any other gets one put with the signal.
     for (int d = platform::block_rank(); d < s.npes; d += platform::grid_blocks()) {
-      if (b.loads[d]) {
+      if (b.comb_sig_at[d]) {
         if (Block::leader()) signal_in_place(b.comb_sig_at[d], tagged(epoch, kLoadHere));
       } else {
         shmem::putmem_signal_nbi<Block>(b.comb_recv + size_t(s.me) * s.capacity * H,
@@ -197,7 +197,7 @@ struct NormalCombine {
     if (Block::leader())
       for (int d = 0; d < s.npes; ++d)
         check_how(shmem::signal_wait_until(&b.comb_sig[d], shmem::CMP_GE, tagged(epoch, 0)),
-                  b.loads[d]);
+                  b.comb_sig_at[d] != nullptr);
     Block::sync();
     // Block r sums its share of the tokens, a row at a time, each thread a contiguous run of
     // 8-element chunks of the row (chunk.hpp): each PE's row is found from two table loads per
