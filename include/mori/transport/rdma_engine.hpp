@@ -35,6 +35,7 @@
 #include "mori/state/device_error.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 #include "mori/state/spin.hpp"
+#include "mori/transport/rdma_queue_note.hpp"
 
 namespace mori::transport {
 
@@ -48,7 +49,6 @@ struct RdmaEngine {
 
   // fence() marks ep.reserved with this bit; the next reservation consumes it (see fence()).
   static constexpr uint64_t kFenceNext = uint64_t{1} << 63;
-  static constexpr uint64_t kFromEndpoint = ~uint64_t{0};
   // The largest RDMA message: ConnectX devices report max_msg_sz = 1 GiB (ibv_query_device), under
   // the InfiniBand limit of 2^31 bytes; post_span splits a larger transfer.
   static constexpr uint64_t kMaxMessage = uint64_t{1} << 30;
@@ -165,7 +165,7 @@ struct RdmaEngine {
     // Acquire: the previous user's read of the slot happened before we let the NIC overwrite it.
     state::spin_until(
         [&] { return platform::atomic_load<MemOrder::Acquire, MemScope::System>(gate) == ticket; },
-        [&] { time_out(ep, pe, "fetch (waiting for an ibuf slot)"); });
+        [&] { rdma_queue::time_out(ep, pe, "fetch (waiting for an ibuf slot)"); });
     wr.local_addr = reinterpret_cast<uint64_t>(ep.ibuf + slot);
     wr.lkey = ep.ibuf_lkey;
     // Posted and awaited in one wait loop (post_batch's kAwait).
@@ -202,7 +202,7 @@ struct RdmaEngine {
           poll(ep, pe);
           return seen();
         },
-        [&] { time_out(ep, pe, call); });
+        [&] { rdma_queue::time_out(ep, pe, call); });
   }
 
   // Drains the CQ if no other thread is doing it: advances ep.completed. Returns whether it
@@ -229,18 +229,20 @@ struct RdmaEngine {
       // An error CQE names the failed WQE: completed_through is one past it, and the WQEs before
       // it completed. A flush may name none (Ionic's): completed_through stays where it was.
       const uint64_t failed = p.completed_through - 1;
-      const uint64_t through = p.completed_through > load(&ep.completed) ? failed : kFromEndpoint;
-      const state::QueueNote q = snapshot(ep, through);
+      const uint64_t through = p.completed_through > rdma_queue::load(&ep.completed)
+                                   ? failed
+                                   : rdma_queue::kFromEndpoint;
+      const state::QueueNote q = rdma_queue::snapshot(ep, through);
       state::fail_in_line({state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, q},
                           [&](state::Message& m) {
                             m << "RDMA " << Provider::kName
                               << " error completion: " << p.status_text << " (status "
                               << hex(p.status) << ") on ";
-                            if (through == kFromEndpoint)
+                            if (through == rdma_queue::kFromEndpoint)
                               m << "a WQE the CQE does not name, ";
                             else
                               m << "WQE " << failed << ", ";
-                            describe_queue(m, q, pe);
+                            rdma_queue::describe(m, q, pe);
                           });
     }
     // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote
@@ -461,7 +463,7 @@ struct RdmaEngine {
         [&] {
           return platform::atomic_load<MemOrder::Acquire, MemScope::System>(&ep.submitted) == base;
         },
-        [&] { time_out(ep, pe, "post (waiting for earlier WQEs to be submitted)"); });
+        [&] { rdma_queue::time_out(ep, pe, "post (waiting for earlier WQEs to be submitted)"); });
     // The batch's WQE bytes (and prepare_submit's) must reach memory before the doorbell tells
     // the NIC to fetch them (else the NIC may read a slot's previous pass): ring_doorbell releases
     // at system scope before its first store (provider/concepts.hpp), where a fence here as well
@@ -473,36 +475,6 @@ struct RdmaEngine {
     MORI_PATH_MARK("rdma.doorbell");              // the end of a post, for every provider
     // Release: the next ringer's acquire orders its doorbell after ours (see above).
     platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.submitted, next);
-  }
-
-  // The queue's counters, read once: the failure record's fields and its message
-  // (describe_queue()) both come from one snapshot, so they agree while other lanes go on posting.
-  // `completed`: the WQEs known complete (ep.completed unless an error CQE says more).
-  MORI_DEVICE MORI_COLD_INLINE static state::QueueNote snapshot(
-      const RdmaEndpoint& ep, uint64_t completed = kFromEndpoint) {
-    return {ep.qpn, static_cast<uint32_t>(load(&ep.submitted)),
-            static_cast<uint32_t>(completed == kFromEndpoint ? load(&ep.completed) : completed),
-            static_cast<uint32_t>(load(&ep.cq_consumed))};
-  }
-
-  // "qp 7 posted 12, completed 10, cq consumed 3 (PE 1)"
-  MORI_DEVICE static void describe_queue(state::Message& m, const state::QueueNote& q, int pe) {
-    m << "qp " << q.qp << " posted " << q.posted << ", completed " << q.completed
-      << ", cq consumed " << q.consumed << " (PE " << pe << ")";
-  }
-
-  MORI_DEVICE MORI_COLD_INLINE static void time_out(const RdmaEndpoint& ep, int pe,
-                                                    const char* call) {
-    const state::QueueNote q = snapshot(ep);
-    state::fail_in_line({state::DeviceErrorCode::kTimeout, pe, 0, q.completed, true, q},
-                        [&](state::Message& m) {
-                          state::timeout_prefix(m, call);
-                          describe_queue(m, q, pe);
-                        });
-  }
-
-  MORI_DEVICE static uint64_t load(const uint64_t* p) {
-    return platform::atomic_load<platform::MemOrder::Relaxed, platform::MemScope::System>(p);
   }
 };
 
