@@ -62,9 +62,11 @@ MORI_DEVICE MORI_COLD_INLINE void record_failure(const FailureInfo& info, const 
 }  // namespace detail
 
 namespace detail {
-// Records the failure, then traps: with platform::trap, or (kInLine) platform::trap_in_line.
-template <bool kInLine, typename Describe>
-MORI_DEVICE MORI_COLD_INLINE void record_and_trap(const FailureInfo& info, Describe&& describe) {
+// Records the failure, runs `then`, then traps: with platform::trap, or (kInLine)
+// platform::trap_in_line.
+template <bool kInLine, typename Describe, typename Then>
+MORI_DEVICE MORI_COLD_INLINE void record_and_trap(const FailureInfo& info, Describe&& describe,
+                                                  Then&& then) {
   auto trap = [](const char* text) {
     if constexpr (kInLine)
       platform::trap_in_line(text);
@@ -75,9 +77,11 @@ MORI_DEVICE MORI_COLD_INLINE void record_and_trap(const FailureInfo& info, Descr
     Message message;
     describe(message);
     record_failure(info, message.data, message.length);
+    then();
     trap(message.data);
   } else {
     record_failure(info, "", 0);
+    then();
     trap("");
   }
 }
@@ -87,7 +91,7 @@ MORI_DEVICE MORI_COLD_INLINE void record_and_trap(const FailureInfo& info, Descr
 // where failures are described (kDescribeFailures). Never returns.
 template <typename Describe>
 [[noreturn]] MORI_DEVICE MORI_COLD_INLINE void fail(const FailureInfo& info, Describe&& describe) {
-  detail::record_and_trap<false>(info, describe);
+  detail::record_and_trap<false>(info, describe, [] {});
   __builtin_unreachable();
 }
 
@@ -95,9 +99,18 @@ template <typename Describe>
 // inside a loop on a hot path (a wait's timeout): a site that never returns is a second exit of
 // the loop, which the structurizer joins with exec-mask bookkeeping on every pass. The wave still
 // ends in the trap.
+//
+// `then` runs once the record is written, before the trap: a site that holds a lock other lanes
+// wait on releases it there, so that the record names this failure and not one that a waiter finds
+// after it (an RDMA poll: the flush completions behind an error completion).
+template <typename Describe, typename Then>
+MORI_DEVICE MORI_COLD_INLINE void fail_in_line(const FailureInfo& info, Describe&& describe,
+                                               Then&& then) {
+  return detail::record_and_trap<true>(info, describe, then);
+}
 template <typename Describe>
 MORI_DEVICE MORI_COLD_INLINE void fail_in_line(const FailureInfo& info, Describe&& describe) {
-  return detail::record_and_trap<true>(info, describe);
+  return detail::record_and_trap<true>(info, describe, [] {});
 }
 
 // fail() in the lanes where `bad` holds, for a check on a hot path. The failure site is entered

@@ -222,10 +222,10 @@ struct RdmaEngine {
     if (p.error) {
       // ep.completed does not advance over an error, even to the successes this poll saw before
       // it: a quiet() in another thread that read the advanced value before this thread's trap
-      // would return as if the failed WQE had succeeded. Unlocked before failing, so that the
-      // other waiters are not left spinning on the lock: this trap ends the kernel (on the host
-      // backend, the launch).
-      platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.poll_lock, 0u);
+      // would return as if the failed WQE had succeeded. The lock is held until the record is
+      // written, then released before the trap, so that the other waiters are not left spinning
+      // on it: the trap ends the kernel (on the host backend, the launch). Held that long, the
+      // record names this CQE and not a flush behind it that a waiter polled first.
       // An error CQE names the failed WQE: completed_through is one past it, and the WQEs before
       // it completed. A flush may name none (Ionic's): completed_through stays where it was.
       const uint64_t failed = p.completed_through - 1;
@@ -233,17 +233,18 @@ struct RdmaEngine {
                                    ? failed
                                    : rdma_queue::kFromEndpoint;
       const state::QueueNote q = rdma_queue::snapshot(ep, through);
-      state::fail_in_line({state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, q},
-                          [&](state::Message& m) {
-                            m << "RDMA " << Provider::kName
-                              << " error completion: " << p.status_text << " (status "
-                              << hex(p.status) << ") on ";
-                            if (through == rdma_queue::kFromEndpoint)
-                              m << "a WQE the CQE does not name, ";
-                            else
-                              m << "WQE " << failed << ", ";
-                            rdma_queue::describe(m, q, pe);
-                          });
+      state::fail_in_line(
+          {state::DeviceErrorCode::kCompletionError, pe, 0, p.status, true, q},
+          [&](state::Message& m) {
+            m << "RDMA " << Provider::kName << " error completion: " << p.status_text << " (status "
+              << hex(p.status) << ") on ";
+            if (through == rdma_queue::kFromEndpoint)
+              m << "a WQE the CQE does not name, ";
+            else
+              m << "WQE " << failed << ", ";
+            rdma_queue::describe(m, q, pe);
+          },
+          [&] { platform::atomic_store<MemOrder::Release, MemScope::System>(&ep.poll_lock, 0u); });
     }
     // Release: a thread that reads the new ep.completed with acquire also sees what the NIC wrote
     // before the CQE (poll_cq read the CQE with acquire): read data, old values of atomics.
