@@ -87,9 +87,10 @@ Status VerbsNetwork::make_umem(size_t bytes, const std::string& what, void** mem
 }
 
 Status VerbsNetwork::open_bnxt() {
-  if (config_.sq_wqes > kBnxtMaxSqWqes)
+  if (config_.sq_wqes > BnxtGeometry::kMaxSqWqes)
     return Status::error("rdma: sq_wqes " + std::to_string(config_.sq_wqes) + " is more than the " +
-                         std::to_string(kBnxtMaxSqWqes) + " WQEs the BNXT provider indexes");
+                         std::to_string(BnxtGeometry::kMaxSqWqes) +
+                         " WQEs the BNXT provider indexes");
   if (int rc = dv_->bnxt().get_default_db_region(context_, &bnxt_db_))
     return dv_error("bnxt_re_dv_get_default_db_region", " for " + device_name_, rc);
   if (!bnxt_db_.dbr)
@@ -103,7 +104,7 @@ Status VerbsNetwork::create_bnxt_queue(Queue* queue, const std::string& what) {
   const uint32_t w = config_.sq_wqes;
   // Every WQE is signalled (transport/rdma_engine.hpp): the CQ needs W entries.
   queue->cq_entries = w;
-  queue->cq_bytes = roundup_pow2(uint64_t{kBnxtCqeBytes} * w);
+  queue->cq_bytes = roundup_pow2(uint64_t{BnxtGeometry::kCqeBytes} * w);
   MORI_TRY(make_umem(queue->cq_bytes, what, &queue->cq_mem, &queue->cq_umem));
   bnxt_re_dv_cq_init_attr cq_attr{};
   cq_attr.umem_handle = queue->cq_umem;
@@ -112,7 +113,7 @@ Status VerbsNetwork::create_bnxt_queue(Queue* queue, const std::string& what) {
   queue->cq = dv.create_cq(context_, &cq_attr);
   if (!queue->cq) return dv_error("bnxt_re_dv_create_cq", what, errno);
 
-  const uint32_t slots = kBnxtWqeSlots * w;
+  const uint32_t slots = BnxtGeometry::kWqeSlots * w;
   const uint32_t npsn = static_cast<uint32_t>(roundup_pow2(slots) / 2);
   bnxt_re_dv_qp_init_attr attr{};
   attr.qp_type = IBV_QPT_RC;
@@ -120,18 +121,18 @@ Status VerbsNetwork::create_bnxt_queue(Queue* queue, const std::string& what) {
   attr.max_recv_wr = 0;
   attr.max_send_sge = 1;
   attr.max_recv_sge = 1;
-  attr.max_inline_data = kBnxtMaxInlineData;
+  attr.max_inline_data = BnxtGeometry::kMaxInlineBytes;
   attr.send_cq = queue->cq;
   attr.recv_cq = queue->cq;
   attr.sq_slots = slots;
-  attr.sq_wqe_sz = kBnxtWqeSlots * kBnxtSlotBytes;
-  attr.sq_psn_sz = kBnxtPsnBytes;
+  attr.sq_wqe_sz = BnxtGeometry::kWqeSlots * BnxtGeometry::kSlotBytes;
+  attr.sq_psn_sz = BnxtGeometry::kMsnEntryBytes;
   attr.sq_npsn = npsn;
-  attr.sq_len = static_cast<uint32_t>(
-      align_page(size_t{slots} * kBnxtSlotBytes + size_t{npsn} * kBnxtPsnBytes));
+  attr.sq_len = static_cast<uint32_t>(align_page(size_t{slots} * BnxtGeometry::kSlotBytes +
+                                                 size_t{npsn} * BnxtGeometry::kMsnEntryBytes));
   attr.rq_slots = slots;
   attr.rq_wqe_sz = attr.sq_wqe_sz;
-  attr.rq_len = static_cast<uint32_t>(align_page(size_t{slots} * kBnxtSlotBytes));
+  attr.rq_len = static_cast<uint32_t>(align_page(size_t{slots} * BnxtGeometry::kSlotBytes));
   queue->sq_bytes = attr.sq_len;
   MORI_TRY(make_umem(attr.sq_len, what, &queue->sq_mem, &queue->sq_umem));
   MORI_TRY(make_umem(attr.rq_len, what, &queue->rq_mem, &queue->rq_umem));

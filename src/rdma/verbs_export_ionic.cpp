@@ -126,17 +126,18 @@ Status VerbsNetwork::export_ionic(const Queue& queue, state::RdmaEndpoint* ep) {
   if (int rc = dv.get_cq(&cq, queue.cq, pipeline))
     return dv_error("ionic_dv_get_cq(pipeline " + std::to_string(pipeline) + ")", what, rc);
 
-  if (entry_bytes(qp.sq.stride_log2) != kIonicWqeBytes)
+  if (entry_bytes(qp.sq.stride_log2) != IonicGeometry::kWqeBytes)
     return Status::error("rdma: " + what + " has " +
                          std::to_string(entry_bytes(qp.sq.stride_log2)) +
-                         "-byte SQ entries; the provider writes " + std::to_string(kIonicWqeBytes) +
-                         "-byte entries");
+                         "-byte SQ entries; the provider writes " +
+                         std::to_string(IonicGeometry::kWqeBytes) + "-byte entries");
   if (const std::string why = ring_problem(qp.sq); !why.empty())
     return Status::error("rdma: " + what + "'s SQ is not a ring the provider can drive: " + why);
-  if (entry_bytes(cq.q.stride_log2) != kIonicCqeBytes)
-    return Status::error(
-        "rdma: " + what + "'s CQ has " + std::to_string(entry_bytes(cq.q.stride_log2)) +
-        "-byte entries; the provider reads " + std::to_string(kIonicCqeBytes) + "-byte CQEs");
+  if (entry_bytes(cq.q.stride_log2) != IonicGeometry::kCqeBytes)
+    return Status::error("rdma: " + what + "'s CQ has " +
+                         std::to_string(entry_bytes(cq.q.stride_log2)) +
+                         "-byte entries; the provider reads " +
+                         std::to_string(IonicGeometry::kCqeBytes) + "-byte CQEs");
   if (const std::string why = ring_problem(cq.q); !why.empty())
     return Status::error("rdma: " + what + "'s CQ is not a ring the provider can poll: " + why);
   const uint32_t sq_wqes = uint32_t{qp.sq.mask} + 1;
@@ -148,7 +149,7 @@ Status VerbsNetwork::export_ionic(const Queue& queue, state::RdmaEndpoint* ep) {
                          " SQ entries: the provider needs a CQ ring at least the SQ's depth");
   // Color 0 reads as empty on the first pass only if the ring starts zeroed: anything else would
   // be taken for completions. rdma-core's rings are fresh anonymous pages; check, as it is cheap.
-  const size_t cq_bytes = size_t{cq_entries} * kIonicCqeBytes;
+  const size_t cq_bytes = size_t{cq_entries} * IonicGeometry::kCqeBytes;
   const auto* cq_bytes_begin = static_cast<const uint8_t*>(cq.q.ptr);
   if (std::any_of(cq_bytes_begin, cq_bytes_begin + cq_bytes, [](uint8_t b) { return b != 0; }))
     return Status::error("rdma: " + what +
@@ -158,7 +159,7 @@ Status VerbsNetwork::export_ionic(const Queue& queue, state::RdmaEndpoint* ep) {
   void* db = nullptr;
   void* cqbuf = nullptr;
   void* cq_db = nullptr;
-  MORI_TRY(map(qp.sq.ptr, size_t{sq_wqes} * kIonicWqeBytes, false, &sq));
+  MORI_TRY(map(qp.sq.ptr, size_t{sq_wqes} * IonicGeometry::kWqeBytes, false, &sq));
   MORI_TRY(map(&ionic_ctx_.db_ptr[ionic_ctx_.sq_qtype], sizeof(uint64_t), true, &db));
   MORI_TRY(map(cq.q.ptr, cq_bytes, false, &cqbuf));
   MORI_TRY(map(&ionic_ctx_.db_ptr[ionic_ctx_.cq_qtype], sizeof(uint64_t), true, &cq_db));

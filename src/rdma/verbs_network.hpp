@@ -36,6 +36,9 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "mori/provider/bnxt_defs.hpp"
+#include "mori/provider/ionic_defs.hpp"
+#include "mori/provider/mlx5_defs.hpp"
 #include "mori/state/rdma_endpoint.hpp"
 #include "mori/status.hpp"
 #include "rdma/memory_registration.hpp"
@@ -51,28 +54,10 @@ struct ibv_mr;
 
 namespace mori::rdma {
 
-// The largest inline write the MLX5 provider posts (provider::Mlx5::kMaxInlineBytes): QPs are
-// created with this max_inline_data, so that rdma-core sizes their WQEs for it. A copy, because
-// the provider is device code, which the hip backend's host compiler cannot include; the unit test
-// checks that the two agree.
-inline constexpr uint32_t kMlx5MaxInlineData = 28;
-// The Ionic provider's entry and inline sizes (provider::Ionic::kWqeBytes, kMaxInlineBytes,
-// kCqeBytes), copied for the same reason and checked by the same test: QPs are created with
-// max_inline_data 32 and one SGE, for which rdma-core's ionic provider makes 64-byte SQ entries
-// (ionic_fw.h, ionic_v1_send_wqe_min_size), and the export refuses any other entry size.
-inline constexpr uint32_t kIonicMaxInlineData = 32;
-inline constexpr uint32_t kIonicWqeBytes = 64;
-inline constexpr uint32_t kIonicCqeBytes = 32;
-// The BNXT provider's geometry (provider::Bnxt::kWqeSlots, kWqeBytes / kWqeSlots,
-// kMaxInlineBytes, kCqeBytes, kMaxSqWqes), copied and checked likewise: every WQE takes a fixed 3
-// slots of 16 bytes (ROCm/mori bnxt.cpp, BNXT_RE_NUM_SLOT_PER_WQE), max_inline_data 16, 32-byte
-// CQEs, and the provider indexes at most 16384 WQEs.
-inline constexpr uint32_t kBnxtWqeSlots = 3;
-inline constexpr uint32_t kBnxtSlotBytes = 16;
-inline constexpr uint32_t kBnxtMaxInlineData = 16;
-inline constexpr uint32_t kBnxtCqeBytes = 32;
-inline constexpr uint32_t kBnxtMaxSqWqes = 16384;
-inline constexpr uint32_t kBnxtPsnBytes = 8;  // an MSN table entry (sq_psn_sz)
+// The providers' queue geometry (provider/*_defs.hpp), which QP creation and the exports follow.
+using provider::BnxtGeometry;
+using provider::IonicGeometry;
+using provider::Mlx5Geometry;
 
 // Makes `bytes` of host memory at `host` readable and writable by the device and returns the
 // device's address for it. `mmio` marks a device register (the doorbell, in a UAR page) rather

@@ -48,7 +48,7 @@ ibv_qp_cap send_caps(VerbsNetwork::Family family, uint32_t sq_wqes) {
   cap.max_recv_wr = 0;
   cap.max_send_sge = 1;
   cap.max_recv_sge = 1;
-  cap.max_inline_data = ionic ? kIonicMaxInlineData : kMlx5MaxInlineData;
+  cap.max_inline_data = ionic ? IonicGeometry::kMaxInlineBytes : Mlx5Geometry::kMaxInlineBytes;
   return cap;
 }
 

@@ -9,31 +9,27 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
-#include "mori/provider/bnxt.hpp"
-#include "mori/provider/ionic.hpp"
-#include "mori/provider/mlx5.hpp"
 #include "rdma/device_filter.hpp"
 #include "rdma/verbs_network.hpp"
 
 namespace rdma = mori::rdma;
 using Mode = rdma::DeviceFilter::Mode;
 
-static_assert(rdma::kMlx5MaxInlineData == mori::provider::Mlx5::kMaxInlineBytes,
-              "QPs must be created for the provider's inline limit");
-static_assert(rdma::kIonicMaxInlineData == mori::provider::Ionic::kMaxInlineBytes &&
-                  rdma::kIonicWqeBytes == mori::provider::Ionic::kWqeBytes &&
-                  rdma::kIonicCqeBytes == mori::provider::Ionic::kCqeBytes,
-              "Ionic QPs must be created, and exported, for the provider's entry sizes");
-
-// BNXT: the export's copies of the variable-WQE-mode provider's geometry (3 slots of 16 bytes per
-// WQE, 16 inline bytes, 32-byte CQEs, at most 16384 WQEs).
-using Bnxt = mori::provider::Bnxt;
-static_assert(rdma::kBnxtWqeSlots == Bnxt::kWqeSlots &&
-                  rdma::kBnxtWqeSlots * rdma::kBnxtSlotBytes == Bnxt::kWqeBytes &&
-                  rdma::kBnxtMaxInlineData == Bnxt::kMaxInlineBytes &&
-                  rdma::kBnxtCqeBytes == Bnxt::kCqeBytes &&
-                  rdma::kBnxtMaxSqWqes == Bnxt::kMaxSqWqes,
-              "BNXT QPs must be created, and exported, for the provider's geometry");
+// The geometry QPs are created and exported with (provider/*_defs.hpp, said once for the providers
+// and the runtime), pinned to the drivers' numbers: mlx5's 28 inline bytes in one WQEBB
+// (providers/mlx5/qp.c); Ionic's 64-byte entries for max_inline_data 32 and one SGE
+// (ionic_v1_send_wqe_min_size) and 32-byte CQEs; BNXT's 3 slots of 16 bytes per WQE, 16 inline
+// bytes, 32-byte CQEs and 8-byte MSN entries (bnxt_re_msns).
+using mori::provider::BnxtGeometry;
+using mori::provider::IonicGeometry;
+using mori::provider::Mlx5Geometry;
+static_assert(Mlx5Geometry::kWqeBytes == 64 && Mlx5Geometry::kMaxInlineBytes == 28 &&
+              Mlx5Geometry::kCqeBytes == 64);
+static_assert(IonicGeometry::kWqeBytes == 64 && IonicGeometry::kMaxInlineBytes == 32 &&
+              IonicGeometry::kCqeBytes == 32);
+static_assert(BnxtGeometry::kWqeSlots == 3 && BnxtGeometry::kSlotBytes == 16 &&
+              BnxtGeometry::kMaxInlineBytes == 16 && BnxtGeometry::kCqeBytes == 32 &&
+              BnxtGeometry::kMsnEntryBytes == 8 && BnxtGeometry::kMaxSqWqes == 16384);
 
 namespace {
 

@@ -39,8 +39,11 @@
 #define MORI_DEVICE_PASS 1  // device code is ordinary host code on this backend
 #elif defined(MORI_BACKEND_HIP)
 // Plain C++ host code of a hip-backend build (the runtime, users' host files): the shared types are
-// usable, device functions are not (platform.hpp refuses).
+// usable, device functions are not (platform.hpp refuses). MORI_DEVICE is plain inline so that
+// headers that need nothing of platform.hpp, the providers' hardware layouts (provider/*_defs.hpp,
+// endian.hpp), compile here too: the runtime sizes its queues from them.
 #define MORI_HOST_SIDE_ONLY 1
+#define MORI_DEVICE inline
 #define MORI_DEVICE_VAR
 #define MORI_CONSTANT_VAR
 #else

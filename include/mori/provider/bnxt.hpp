@@ -55,23 +55,14 @@
 
 namespace mori::provider {
 
-struct Bnxt {
+struct Bnxt : BnxtGeometry {
   static constexpr const char* kName = "bnxt";
-  static constexpr uint32_t kSlotBytes = sizeof(bnxt::bnxt_re_sge);  // the SQ's stride
-  // Every WQE: header, extension, and one SGE or one slot of inline data (see the top).
-  static constexpr uint32_t kWqeSlots = bnxt::SEND_SGE_MIN_SLOTS;
-  static constexpr uint32_t kWqeBytes = kWqeSlots * kSlotBytes;
-  static constexpr uint32_t kMaxInlineBytes =
-      (kWqeSlots - bnxt::BNXT_RE_SQE_HDR_SLOTS) * kSlotBytes;
-  static constexpr uint32_t kCqeBytes = sizeof(bnxt::bnxt_re_req_cqe) + sizeof(bnxt::bnxt_re_bcqe);
   static constexpr bool kNativeAtomic32 = false;
-  // The deepest ring: an error CQE's 16-bit con_indx must name each of the 3W slots.
-  static constexpr uint32_t kMaxSqWqes = 16384;
   // Bytes of an SQ of `wqes` WQEs, as the runtime allocates it: the 3 * wqes slots, then the MSN
   // table of var_msn_tbl_sz(3 * wqes) = 2 * wqes entries.
   static constexpr uint64_t sq_bytes(uint32_t wqes) {
     return uint64_t{wqes} * kWqeBytes +
-           bnxt::var_msn_tbl_sz(uint64_t{wqes} * kWqeSlots) * sizeof(bnxt::bnxt_re_msns);
+           bnxt::var_msn_tbl_sz(uint64_t{wqes} * kWqeSlots) * kMsnEntryBytes;
   }
   // A new CQ ring as the driver hands it over: zeroed (for the software NIC, tests and benches).
   static void init_cq(uint8_t* cq, uint32_t entries) { zero_cq(cq, entries, kCqeBytes); }

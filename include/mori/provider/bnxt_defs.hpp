@@ -360,3 +360,21 @@ MORI_DEVICE const char* req_status_text(uint32_t status) {
 }
 
 }  // namespace mori::provider::bnxt
+
+namespace mori::provider {
+// The queue geometry the Bnxt provider posts with and the runtime creates QPs for. Every WQE takes
+// a fixed 3 slots of 16 bytes (ROCm/mori bnxt.cpp, BNXT_RE_NUM_SLOT_PER_WQE): header, extension, and one SGE or one slot of inline data (so
+// inline writes up to 16 bytes, the QPs' max_inline_data); a CQE is 32 bytes; the MSN table after
+// the slots has 8-byte entries (sq_psn_sz). The deepest ring is 16384 WQEs: an error CQE's 16-bit
+// con_indx must name each of the 3W slots.
+struct BnxtGeometry {
+  static constexpr uint32_t kSlotBytes = sizeof(bnxt::bnxt_re_sge);  // the SQ's stride
+  static constexpr uint32_t kWqeSlots = bnxt::SEND_SGE_MIN_SLOTS;
+  static constexpr uint32_t kWqeBytes = kWqeSlots * kSlotBytes;
+  static constexpr uint32_t kMaxInlineBytes =
+      (kWqeSlots - bnxt::BNXT_RE_SQE_HDR_SLOTS) * kSlotBytes;
+  static constexpr uint32_t kCqeBytes = sizeof(bnxt::bnxt_re_req_cqe) + sizeof(bnxt::bnxt_re_bcqe);
+  static constexpr uint32_t kMsnEntryBytes = sizeof(bnxt::bnxt_re_msns);
+  static constexpr uint32_t kMaxSqWqes = 16384;
+};
+}  // namespace mori::provider

@@ -49,11 +49,8 @@
 
 namespace mori::provider {
 
-struct Ionic {
+struct Ionic : IonicGeometry {
   static constexpr const char* kName = "ionic";
-  static constexpr uint32_t kWqeBytes = sizeof(ionic_v1_wqe);
-  static constexpr uint32_t kMaxInlineBytes = sizeof(ionic_v1_pld::data);
-  static constexpr uint32_t kCqeBytes = sizeof(ionic_v1_cqe);
   static constexpr bool kNativeAtomic32 = false;
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
   static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }

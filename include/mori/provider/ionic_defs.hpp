@@ -123,6 +123,16 @@ struct ionic_v1_cqe {
 };
 static_assert(sizeof(ionic_v1_cqe) == 32 && offsetof(ionic_v1_cqe, qid_type_flags) == 28);
 
+// The queue geometry the Ionic provider posts with and the runtime creates QPs for: 64-byte SQ
+// entries with a 32-byte inline payload (QPs of max_inline_data 32 and one SGE, for which
+// rdma-core's ionic provider makes 64-byte entries: ionic_v1_send_wqe_min_size; the export refuses
+// any other size), 32-byte CQEs.
+struct IonicGeometry {
+  static constexpr uint32_t kWqeBytes = sizeof(ionic_v1_wqe);
+  static constexpr uint32_t kMaxInlineBytes = sizeof(ionic_v1_pld::data);
+  static constexpr uint32_t kCqeBytes = sizeof(ionic_v1_cqe);
+};
+
 // bits for cqe wqe_idx and timestamp; msn width (see msg_msn)
 enum : uint32_t { IONIC_V1_CQE_WQE_IDX_MASK = 0xffff, IONIC_V1_CQE_MSN_MASK = 0xffffff };
 

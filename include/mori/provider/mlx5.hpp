@@ -40,11 +40,8 @@
 
 namespace mori::provider {
 
-struct Mlx5 {
+struct Mlx5 : Mlx5Geometry {
   static constexpr const char* kName = "mlx5";
-  static constexpr uint32_t kWqeBytes = MLX5_SEND_WQE_BB;
-  static constexpr uint32_t kMaxInlineBytes = sizeof(Mlx5InlineWqe::data);  // 28
-  static constexpr uint32_t kCqeBytes = sizeof(mlx5_cqe64);
   static constexpr bool kNativeAtomic32 = true;
   // Bytes of an SQ of `wqes` entries, as the runtime allocates it.
   static constexpr uint64_t sq_bytes(uint32_t wqes) { return uint64_t{wqes} * (kWqeBytes); }

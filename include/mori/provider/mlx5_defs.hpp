@@ -308,4 +308,13 @@ MORI_DEVICE const char* mlx5_syndrome_str(uint8_t syndrome) {
   }
 }
 
+// The queue geometry the Mlx5 provider posts with and the runtime creates QPs for: one WQEBB per
+// WQE, inline writes up to the inline WQE's data (28 bytes; the QPs' max_inline_data, so that
+// rdma-core sizes their WQEs for it), 64-byte CQEs.
+struct Mlx5Geometry {
+  static constexpr uint32_t kWqeBytes = MLX5_SEND_WQE_BB;
+  static constexpr uint32_t kMaxInlineBytes = sizeof(Mlx5InlineWqe::data);
+  static constexpr uint32_t kCqeBytes = sizeof(mlx5_cqe64);
+};
+
 }  // namespace mori::provider
