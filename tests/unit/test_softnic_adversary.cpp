@@ -226,7 +226,7 @@ TEST_CASE_TEMPLATE("softnic adversary: doorbells coalesce", P, MORI_PROVIDERS) {
 #undef MORI_PROVIDERS
 
 TEST_CASE("softnic adversary: MORI_SOFTNIC_ADVERSARIAL and MORI_SOFTNIC_SEED syntax") {
-  sn::Adversary a;
+  sn::AdversaryOptions a;
   REQUIRE(sn::parse_adversary("1", "12345", &a).ok());
   CHECK(a.on);
   CHECK(a.seed == 12345);

@@ -1,5 +1,6 @@
-// The software NIC's adversarial scheduling (adversary.hpp): service() of one QP when
-// SoftNicOptions::adversary.on. Each freedom below cites the rule that allows it.
+// The software NIC's adversarial scheduling (adversary.hpp): the Adversary that serves a QP in
+// place of the plain NIC when SoftNicOptions::adversary.on. Each freedom below cites the rule that
+// allows it.
 //
 // The rules it keeps (and the plain mode keeps trivially):
 //  - A requester transmits requests in posting order, and a responder executes RDMA WRITE and
@@ -15,13 +16,13 @@
 //  - Completions come in posting order, whatever the execution order ("all WQEs shall be
 //    completed in the order they were posted independent of their execution order", ibid.), and
 //    a completion means the request's bytes have all landed.
+#include "backend/host/softnic/adversary.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <string>
 #include <thread>
-
-#include "backend/host/softnic/softnic.hpp"
 
 namespace mori::softnic {
 namespace {
@@ -40,7 +41,7 @@ bool chance(uint64_t* rng, uint32_t percent) { return next_random(rng) % 100 < p
 
 // The chunk plan of a write or read: units aligned in the remote address space, at most
 // max_chunks of them, landing in a random order (Fisher-Yates).
-void plan_chunks(Flight& f, const Adversary& adv, uint64_t* rng) {
+void plan_chunks(Flight& f, const AdversaryOptions& adv, uint64_t* rng) {
   const uint64_t bytes = f.wr.bytes;
   if (bytes == 0) return;
   uint64_t unit = std::max<uint32_t>(adv.chunk_bytes, 1);
@@ -54,7 +55,7 @@ void plan_chunks(Flight& f, const Adversary& adv, uint64_t* rng) {
 
 }  // namespace
 
-Status parse_adversary(const char* on, const char* seed, Adversary* a) {
+Status parse_adversary(const char* on, const char* seed, AdversaryOptions* a) {
   if (on != nullptr && *on != 0) {
     const std::string_view v(on);
     if (v != "0" && v != "1")
@@ -73,31 +74,42 @@ Status parse_adversary(const char* on, const char* seed, Adversary* a) {
   return {};
 }
 
-AdversaryStats SoftNic::adversary_stats() const {
+Adversary::Adversary(const AdversaryOptions& options, size_t queues, uint64_t nic_id,
+                     uint32_t delay_ms)
+    : options_(options), delay_ms_(delay_ms), queues_(queues) {
+  for (size_t i = 0; i < queues; ++i) {  // each QP its own stream of choices
+    uint64_t seed = options_.seed ^ (nic_id * 0x100000001b3ull);
+    queues_[i].rng = next_random(&seed) ^ i;
+  }
+}
+
+AdversaryStats Adversary::stats() const {
   const auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   return {get(stats_.doorbells_seen), get(stats_.doorbells_accepted), get(stats_.writes_split),
           get(stats_.reads_deferred), get(stats_.passed_deferred),    get(stats_.atomics_deferred),
           get(stats_.cqes_delayed)};
 }
 
-// The first WQE whose effects have not all happened (drain() waits for it).
-uint64_t SoftNic::first_unfinished(const Queue& q) const {
-  for (const Flight& f : q.adv.flights)
+uint64_t Adversary::first_unfinished(size_t qp, const QueueCursor& q) const {
+  for (const Flight& f : queues_[qp].flights)
     if (!f.done) return f.wr.index;
   return q.next;
 }
 
-bool SoftNic::service_adversarial(Queue& q) {
-  if (q.broken) return flush(q);
+bool Adversary::waiting(size_t qp, const QueueCursor& q) const {
+  return !queues_[qp].flights.empty() || queues_[qp].seen != q.announced;
+}
+
+bool Adversary::service(AdversaryNic& nic, size_t qp, QueueCursor& q) {
   const Clock::time_point now = Clock::now();
-  bool progress = accept_doorbell(q, now);
-  progress |= advance_flights(q, now);
+  AdversaryQueue& a = queues_[qp];
+  bool progress = accept_doorbell(nic, qp, q, now);
+  progress |= advance_flights(nic, a, now);
   // Turns in order; a write whose bytes are still landing holds back the requests behind it.
   while (!q.broken && q.next < q.announced &&
-         (q.adv.flights.empty() || q.adv.flights.back().done || !is_write(q.adv.flights.back().wr)))
-    progress |= start_turn(q, now);
-  if (!q.broken) progress |= write_completions(q, now, false);
-  if (!q.adv.flights.empty() || q.adv.seen != q.announced) waiting_ = true;
+         (a.flights.empty() || a.flights.back().done || !is_write(a.flights.back().wr)))
+    progress |= start_turn(nic, qp, q, now);
+  if (!q.broken) progress |= write_completions(nic, qp, now, false);
   return progress;
 }
 
@@ -108,10 +120,11 @@ bool SoftNic::service_adversarial(Queue& q) {
 // (providers/ionic/ionic_queue.h, ionic_queue_dbell_val). A later doorbell thus subsumes the
 // earlier ones, and a NIC that reads the record or the register late sees only the latest: here,
 // a new value waits for up to doorbell_count values or doorbell_hold_us.
-bool SoftNic::accept_doorbell(Queue& q, Clock::time_point now) {
-  AdversaryQueue& a = q.adv;
-  const Adversary& adv = options_.adversary;
-  const uint64_t value = codec_.announced(*q.served.ep, a.seen);
+bool Adversary::accept_doorbell(AdversaryNic& nic, size_t qp, QueueCursor& q,
+                                Clock::time_point now) {
+  AdversaryQueue& a = queues_[qp];
+  const AdversaryOptions& adv = options_;
+  const uint64_t value = nic.doorbell(qp, a.seen);
   if (value != a.seen) {
     a.seen = value;
     stats_.doorbells_seen.fetch_add(1, std::memory_order_relaxed);
@@ -124,19 +137,18 @@ bool SoftNic::accept_doorbell(Queue& q, Clock::time_point now) {
   q.announced = a.seen;
   a.seen_count = 0;
   stats_.doorbells_accepted.fetch_add(1, std::memory_order_relaxed);
-  if (options_.faults.delay_ms != 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(options_.faults.delay_ms));
+  if (delay_ms_ != 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
   return true;
 }
 
 // Decodes and starts WQE q.next.
-bool SoftNic::start_turn(Queue& q, Clock::time_point now) {
-  const Adversary& adv = options_.adversary;
-  AdversaryQueue& a = q.adv;
+bool Adversary::start_turn(AdversaryNic& nic, size_t qp, QueueCursor& q, Clock::time_point now) {
+  const AdversaryOptions& adv = options_;
+  AdversaryQueue& a = queues_[qp];
   const uint64_t index = q.next++;
   Flight& f = a.flights.emplace_back();
   std::string why;
-  CompletionStatus status = decode_checked(q, index, &f.wr, &why);
+  CompletionStatus status = nic.decode(qp, index, &f.wr, &why);
   f.wr.index = index;
   bool passes = false;  // an earlier read or atomic is still pending
   for (Flight& e : a.flights)
@@ -144,42 +156,34 @@ bool SoftNic::start_turn(Queue& q, Clock::time_point now) {
       // The fence indicator: this request waits until every earlier RDMA READ and atomic of
       // the QP has completed; they complete now.
       if (status == CompletionStatus::kSuccess && f.wr.fence)
-        finish(q, e, now);
+        finish(nic, a, e, now);
       else
         passes = true;
     }
-  RemoteSpan remote;
-  if (status != CompletionStatus::kSuccess) {
-  } else if (is_atomic(f.wr)) {
-    status = remote_atomic_op(q, f.wr, &f.old, &why);
-    // An atomic executes at its turn on the responder, but its old value lands in local memory
-    // only with the response. Without the fence indicator a later request need not wait for
-    // that response (ibv_post_send(3), IBV_SEND_FENCE), so it may fetch its own local data
-    // (a write's source) before the old value is there.
-    f.pending_landing = status == CompletionStatus::kSuccess;
-    if (f.pending_landing && chance(&a.rng, adv.atomic_defer_percent)) {
-      f.due = now + us(draw(&a.rng, adv.atomic_delay_us));
-      stats_.atomics_deferred.fetch_add(1, std::memory_order_relaxed);
-    }
-  } else if (is_write(f.wr) || f.wr.opcode == Opcode::kRead) {
-    status = check_rdma(q, f.wr, &remote, &why);
-    f.mapped = remote.mapped, f.pid = remote.pid;
-    if (f.wr.opcode == Opcode::kWriteInline && status == CompletionStatus::kSuccess)
-      std::memcpy(f.inline_copy, f.wr.inline_data, f.wr.bytes);  // check_rdma: at most 256
-    if (status == CompletionStatus::kSuccess) plan_chunks(f, adv, &a.rng);
-  } else {
-    why = "opcode " + std::to_string(static_cast<unsigned>(f.wr.opcode)) + " not executed";
-    status = CompletionStatus::kRemoteInvalidRequest;
-  }
+  if (status == CompletionStatus::kSuccess) status = nic.execute(qp, f.wr, &f.old, &f.remote, &why);
   if (status != CompletionStatus::kSuccess) {
     // The QP fails at this WQE: the earlier ones complete first, in order.
     f.status = status;
     f.why = why;
     f.done = true;
-    finish_all(q, now);
-    return write_completions(q, now, true);
+    for (Flight& e : a.flights) finish(nic, a, e, now);
+    return write_completions(nic, qp, now, true);
   }
-  executed_.fetch_add(1, std::memory_order_relaxed);
+  if (is_atomic(f.wr)) {
+    // An atomic executes at its turn on the responder, but its old value lands in local memory
+    // only with the response. Without the fence indicator a later request need not wait for
+    // that response (ibv_post_send(3), IBV_SEND_FENCE), so it may fetch its own local data
+    // (a write's source) before the old value is there.
+    f.pending_landing = true;
+    if (chance(&a.rng, adv.atomic_defer_percent)) {
+      f.due = now + us(draw(&a.rng, adv.atomic_delay_us));
+      stats_.atomics_deferred.fetch_add(1, std::memory_order_relaxed);
+    }
+  } else {  // a write or a read (execute refuses any other opcode)
+    if (f.wr.opcode == Opcode::kWriteInline)
+      std::memcpy(f.inline_copy, f.wr.inline_data, f.wr.bytes);  // execute: at most 256
+    plan_chunks(f, adv, &a.rng);
+  }
   if (passes) stats_.passed_deferred.fetch_add(1, std::memory_order_relaxed);
   if (f.todo.size() > 1 && is_write(f.wr))
     stats_.writes_split.fetch_add(1, std::memory_order_relaxed);
@@ -196,31 +200,31 @@ bool SoftNic::start_turn(Queue& q, Clock::time_point now) {
     for (uint32_t c : f.todo)
       if (c >= cut) late.push_back(c);
     std::erase_if(f.todo, [&](uint32_t c) { return c >= cut; });
-    place_chunks(f, f.todo.size());
+    place_chunks(nic, f, f.todo.size());
     f.todo = std::move(late);
     f.due = now + us(draw(&a.rng, adv.read_delay_us));
     stats_.reads_deferred.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   if (f.wr.opcode == Opcode::kRead) {
-    place_chunks(f, f.todo.size());
+    place_chunks(nic, f, f.todo.size());
   } else if (is_write(f.wr)) {
-    place_chunks(f, draw(&a.rng, adv.chunks_per_round));
+    place_chunks(nic, f, draw(&a.rng, adv.chunks_per_round));
   }
-  if (f.todo.empty() && (!f.pending_landing || now >= f.due)) finish(q, f, now);
+  if (f.todo.empty() && (!f.pending_landing || now >= f.due)) finish(nic, a, f, now);
   return true;
 }
 
 // Deferred reads and atomics whose time has come, and the next chunks of the write in progress.
-bool SoftNic::advance_flights(Queue& q, Clock::time_point now) {
+bool Adversary::advance_flights(AdversaryNic& nic, AdversaryQueue& a, Clock::time_point now) {
   bool progress = false;
-  for (Flight& f : q.adv.flights) {
+  for (Flight& f : a.flights) {
     if (f.done) continue;
     if (is_write(f.wr)) {
-      progress |= place_chunks(f, draw(&q.adv.rng, options_.adversary.chunks_per_round));
-      if (f.todo.empty()) finish(q, f, now);
+      progress |= place_chunks(nic, f, draw(&a.rng, options_.chunks_per_round));
+      if (f.todo.empty()) finish(nic, a, f, now);
     } else if (now >= f.due) {
-      finish(q, f, now);
+      finish(nic, a, f, now);
       progress = true;
     }
   }
@@ -234,7 +238,7 @@ bool SoftNic::advance_flights(Queue& q, Clock::time_point now) {
 // (providers/mlx5/verbs.c, mlx5_query_qp_data_in_order); bnxt_re and ionic do not implement it
 // (libibverbs/dummy_ops.c answers 0), and the runtime never asks. Only the completion says all
 // bytes are there.
-bool SoftNic::place_chunks(Flight& f, size_t count) {
+bool Adversary::place_chunks(AdversaryNic& nic, Flight& f, size_t count) {
   bool placed = false;
   const bool to_remote = is_write(f.wr);
   const uint64_t start = f.wr.remote_addr, end = start + f.wr.bytes;
@@ -248,55 +252,49 @@ bool SoftNic::place_chunks(Flight& f, size_t count) {
     const uint64_t lo = std::max(start, base + c * f.unit);
     const uint64_t hi = std::min(end, base + (c + 1) * f.unit);
     const uint64_t offset = lo - start;
-    RemoteSpan span;
-    span.pid = f.pid;
+    RemoteSpan span = f.remote;
     span.addr = lo;
-    span.mapped = f.mapped ? static_cast<uint8_t*>(f.mapped) + offset : nullptr;
+    if (span.mapped) span.mapped = static_cast<uint8_t*>(span.mapped) + offset;
     std::string why;
-    if (!copy_remote(span, local + offset, hi - lo, to_remote, &why)) {
+    if (!nic.place(span, local + offset, hi - lo, to_remote, &why)) {
       f.status = CompletionStatus::kRemoteAccess;  // completes with the error at its turn
       f.why = why;
       f.todo.clear();
     }
     placed = true;
-    if (options_.adversary.on_place) options_.adversary.on_place(f.wr.index, offset, hi - lo);
+    if (options_.on_place) options_.on_place(f.wr.index, offset, hi - lo);
   }
   return placed;
 }
 
 // Every remaining effect of f happens now; its CQE may follow after a delay.
-void SoftNic::finish(Queue& q, Flight& f, Clock::time_point now) {
+void Adversary::finish(AdversaryNic& nic, AdversaryQueue& a, Flight& f, Clock::time_point now) {
   if (f.done) return;
-  place_chunks(f, f.todo.size());
-  if (f.pending_landing) land_atomic_result(f.wr, f.old);
+  place_chunks(nic, f, f.todo.size());
+  if (f.pending_landing) nic.land(f.wr, f.old);
   f.pending_landing = false;
   f.done = true;
   // A completion may be written any time after the request completed; only their order is
   // fixed (the rule quoted at the top).
-  const uint32_t delay = draw(&q.adv.rng, options_.adversary.cqe_delay_us);
+  const uint32_t delay = draw(&a.rng, options_.cqe_delay_us);
   f.due = now + us(delay);
   if (delay != 0) stats_.cqes_delayed.fetch_add(1, std::memory_order_relaxed);
 }
 
-void SoftNic::finish_all(Queue& q, Clock::time_point now) {
-  for (Flight& f : q.adv.flights) finish(q, f, now);
-}
-
 // Writes the completions that are due, in SQ order (all: every finished one, due or not). A failed
 // request puts the QP in the error state; the requests behind it are dropped (softnic.hpp).
-bool SoftNic::write_completions(Queue& q, Clock::time_point now, bool all) {
+bool Adversary::write_completions(AdversaryNic& nic, size_t qp, Clock::time_point now, bool all) {
   bool progress = false;
-  std::deque<Flight>& flights = q.adv.flights;
+  std::deque<Flight>& flights = queues_[qp].flights;
   while (!flights.empty() && flights.front().done && (all || now >= flights.front().due)) {
     Flight& f = flights.front();
     progress = true;
-    if (f.status != CompletionStatus::kSuccess) {
-      fail_queue(q, f.wr.index, f.wr, f.status, f.why);
+    const bool failed = f.status != CompletionStatus::kSuccess;
+    nic.complete(qp, f.wr, f.status, f.why);
+    if (failed) {
       flights.clear();
       return true;
     }
-    if (f.wr.signaled && f.wr.index != options_.faults.drop_at)
-      codec_.complete(*q.served.ep, &q.cq_produced, f.wr.index, f.wr, f.status);
     flights.pop_front();
   }
   return progress;

@@ -19,7 +19,9 @@
 // a run costs little more than the plain mode. MORI_SOFTNIC_SEED picks the random choices.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -38,7 +40,8 @@ struct Range {
   uint32_t hi = 0;
 };
 
-struct Adversary {
+// The adversary's settings (SoftNicOptions::adversary).
+struct AdversaryOptions {
   bool on = false;
   uint64_t seed = 1;                   // MORI_SOFTNIC_SEED; mixed with the NIC's id and the QP
   Range doorbell_hold_us{0, 10};       // how long a new doorbell value may wait for later ones
@@ -57,7 +60,7 @@ struct Adversary {
 
 // Reads MORI_SOFTNIC_ADVERSARIAL (0 or 1) and MORI_SOFTNIC_SEED (a decimal uint64) into *a; null
 // or empty texts keep the defaults. A bad value fails with one line naming the variable.
-Status parse_adversary(const char* on, const char* seed, Adversary* a);
+Status parse_adversary(const char* on, const char* seed, AdversaryOptions* a);
 
 // What the adversary did so far (all QPs), for tests and diagnostics.
 struct AdversaryStats {
@@ -72,20 +75,59 @@ struct AdversaryStats {
 
 using Clock = std::chrono::steady_clock;
 
+// Where a remote range lives: mapped in this process (`mapped` set), or in process `pid` at `addr`.
+struct RemoteSpan {
+  void* mapped = nullptr;
+  int pid = 0;
+  uint64_t addr = 0;
+};
+
 // One request between its turn and its completion.
 struct Flight {
   provider::WorkRequest wr{};
   uint8_t inline_copy[256];  // an inline write's data, out of the SQ slot
   CompletionStatus status = CompletionStatus::kSuccess;
-  std::string why;             // a failed request: the QP's error text
-  std::vector<uint32_t> todo;  // chunks still to land, in landing order
-  uint64_t unit = 0;           // chunk size in bytes
-  void* mapped = nullptr;      // the remote range (SoftNic::RemoteSpan)
-  int pid = 0;
+  std::string why;               // a failed request: the QP's error text
+  std::vector<uint32_t> todo;    // chunks still to land, in landing order
+  uint64_t unit = 0;             // chunk size in bytes
+  RemoteSpan remote;             // where the remote range of a write or read lives
   uint64_t old = 0;              // an atomic's old value, until it lands
   bool pending_landing = false;  // an atomic whose old value has not landed yet
   bool done = false;             // every byte landed; the CQE may follow at `due`
   Clock::time_point due{};       // deferred part of a read or atomic, then the CQE
+};
+
+// A QP's place in its SQ, which the NIC and the adversary share: the next index to take its turn,
+// the producer index the NIC acts on, and whether the QP is in the error state.
+struct QueueCursor {
+  uint64_t next = 0;
+  uint64_t announced = 0;
+  bool broken = false;
+};
+
+// The NIC under the adversary (SoftNic implements it): the steps of one request on QP `qp`, each
+// as the plain NIC makes it. The adversary chooses when each happens.
+class AdversaryNic {
+ public:
+  virtual ~AdversaryNic() = default;
+  // The producer index the QP's doorbell shows now (`seen`: the last value read).
+  virtual uint64_t doorbell(size_t qp, uint64_t seen) = 0;
+  // Decodes WQE `index` and makes the checks a NIC makes before its turn; on failure says why.
+  virtual CompletionStatus decode(size_t qp, uint64_t index, provider::WorkRequest* wr,
+                                  std::string* why) = 0;
+  // The request's turn at the responder: an atomic executes (*old: the value before it); a write
+  // or read is checked, and *remote says where its remote range lives.
+  virtual CompletionStatus execute(size_t qp, const provider::WorkRequest& wr, uint64_t* old,
+                                   RemoteSpan* remote, std::string* why) = 0;
+  // Moves `bytes` between local memory and `remote` (to_remote: a write's).
+  virtual bool place(const RemoteSpan& remote, void* local, uint64_t bytes, bool to_remote,
+                     std::string* why) = 0;
+  // An atomic's old value lands at wr.local_addr.
+  virtual void land(const provider::WorkRequest& wr, uint64_t old) = 0;
+  // WQE wr.index is complete: its CQE if signalled, or (a failure) the error CQE, and the QP goes
+  // to the error state.
+  virtual void complete(size_t qp, const provider::WorkRequest& wr, CompletionStatus status,
+                        const std::string& why) = 0;
 };
 
 // The adversary's state of one QP.
@@ -96,6 +138,39 @@ struct AdversaryQueue {
   uint32_t want_count = 0;         // accept after this many ...
   Clock::time_point hold_until{};  // ... or at this time
   std::deque<Flight> flights;      // in SQ order, from q.next - flights.size()
+};
+
+// The adversarial scheduler of a NIC's QPs (adversary.cpp). Owned by the NIC, which calls
+// service() for each QP that is not in the error state.
+class Adversary {
+ public:
+  // `nic_id` and each QP's number pick the QPs' streams of choices; `delay_ms` is the fault
+  // injection's delay of each accepted doorbell.
+  Adversary(const AdversaryOptions& options, size_t queues, uint64_t nic_id, uint32_t delay_ms);
+  // One round of QP `qp`: accepts a doorbell, lands what is due, starts turns, writes the
+  // completions that are due. Returns whether it did anything.
+  bool service(AdversaryNic& nic, size_t qp, QueueCursor& q);
+  // Whether QP `qp` has timed work (the NIC then yields instead of sleeping).
+  bool waiting(size_t qp, const QueueCursor& q) const;
+  // The first WQE of QP `qp` whose effects have not all happened.
+  uint64_t first_unfinished(size_t qp, const QueueCursor& q) const;
+  AdversaryStats stats() const;
+
+ private:
+  bool accept_doorbell(AdversaryNic& nic, size_t qp, QueueCursor& q, Clock::time_point now);
+  bool start_turn(AdversaryNic& nic, size_t qp, QueueCursor& q, Clock::time_point now);
+  bool advance_flights(AdversaryNic& nic, AdversaryQueue& a, Clock::time_point now);
+  bool place_chunks(AdversaryNic& nic, Flight& f, size_t count);
+  void finish(AdversaryNic& nic, AdversaryQueue& a, Flight& f, Clock::time_point now);
+  bool write_completions(AdversaryNic& nic, size_t qp, Clock::time_point now, bool all);
+
+  AdversaryOptions options_;
+  uint32_t delay_ms_;
+  std::vector<AdversaryQueue> queues_;
+  struct Counters {
+    std::atomic<uint64_t> doorbells_seen{0}, doorbells_accepted{0}, writes_split{0},
+        reads_deferred{0}, passed_deferred{0}, atomics_deferred{0}, cqes_delayed{0};
+  } stats_;
 };
 
 // splitmix64: the adversary's random numbers.

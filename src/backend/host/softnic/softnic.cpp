@@ -99,10 +99,9 @@ Status SoftNic::start() {
     if (q.served.wire && !q.rc)
       return Status::error("software NIC: qp " + std::to_string(q.served.ep->qpn) +
                            " is on the wire but the NIC has no port");
-  for (size_t i = 0; i < queues_.size(); ++i) {  // each QP its own stream of choices
-    uint64_t seed = options_.adversary.seed ^ (options_.nic_id * 0x100000001b3ull);
-    queues_[i].adv.rng = next_random(&seed) ^ i;
-  }
+  if (options_.adversary.on && !adversary_)
+    adversary_ = std::make_unique<Adversary>(options_.adversary, queues_.size(), options_.nic_id,
+                                             options_.faults.delay_ms);
   stop_.store(false, std::memory_order_relaxed);
   thread_ = std::thread([this] { run(); });
   return {};
@@ -148,7 +147,7 @@ void SoftNic::run() {
   uint32_t idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     bool progress = false;
-    waiting_ = false;
+    bool waiting = false;  // some QP has timed adversarial work
     const Clock::time_point now = Clock::now();
     progress |= receive_wire(now);
     for (size_t i = 0; i < queues_.size(); ++i) {
@@ -159,10 +158,17 @@ void SoftNic::run() {
         processed_[i].store(q.broken ? kBroken : done, std::memory_order_release);
         continue;
       }
-      progress |= options_.adversary.on ? service_adversarial(q) : service(q);
-      processed_[i].store(q.broken ? kBroken : first_unfinished(q), std::memory_order_release);
+      if (!adversary_ || q.broken) {
+        progress |= service(q);
+        processed_[i].store(q.broken ? kBroken : q.next, std::memory_order_release);
+        continue;
+      }
+      progress |= adversary_->service(adversary_port_, i, q);
+      waiting |= adversary_->waiting(i, q);
+      processed_[i].store(q.broken ? kBroken : adversary_->first_unfinished(i, q),
+                          std::memory_order_release);
     }
-    if (progress || waiting_) {  // timed adversarial work: microseconds, too short to sleep
+    if (progress || waiting) {  // timed adversarial work: microseconds, too short to sleep
       if (!progress) std::this_thread::yield();
       idle = 0;
     } else if (idle < options_.spin_rounds) {
@@ -411,10 +417,8 @@ CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::st
     return status;
   }
   if (wr.opcode != Opcode::kWrite && wr.opcode != Opcode::kRead &&
-      wr.opcode != Opcode::kWriteInline) {
-    *why = "opcode " + std::to_string(static_cast<unsigned>(wr.opcode)) + " not executed";
-    return CompletionStatus::kRemoteInvalidRequest;
-  }
+      wr.opcode != Opcode::kWriteInline)
+    return refuse_opcode(wr, why);
   RemoteSpan remote;
   const CompletionStatus status = check_rdma(q, wr, &remote, why);
   if (status != CompletionStatus::kSuccess || wr.bytes == 0) return status;
@@ -429,6 +433,11 @@ CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::st
   return copy_remote(remote, local, wr.bytes, wr.opcode != Opcode::kRead, why)
              ? CompletionStatus::kSuccess
              : CompletionStatus::kRemoteAccess;
+}
+
+CompletionStatus SoftNic::refuse_opcode(const WorkRequest& wr, std::string* why) {
+  *why = "opcode " + std::to_string(static_cast<unsigned>(wr.opcode)) + " not executed";
+  return CompletionStatus::kRemoteInvalidRequest;
 }
 
 }  // namespace mori::softnic

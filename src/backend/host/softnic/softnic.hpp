@@ -128,7 +128,7 @@ struct SoftNicOptions {
   Faults faults;
   bool read_env = true;        // start() merges MORI_SOFTNIC_FAULT into `faults`, and
                                // MORI_SOFTNIC_ADVERSARIAL / MORI_SOFTNIC_SEED into `adversary`
-  Adversary adversary;         // off unless adversary.on
+  AdversaryOptions adversary;  // off unless adversary.on
   uint64_t nic_id = 0;         // told apart in the adversary's seeds (the runtime: the PE)
   uint32_t spin_rounds = 64;   // idle rounds that only yield before the NIC starts sleeping
   uint32_t max_sleep_us = 50;  // the idle backoff's ceiling: the doorbell-to-execution latency
@@ -181,15 +181,13 @@ class SoftNic {
   uint64_t wire_unclaimed() const { return wire_unclaimed_; }
 
  private:
-  struct Queue {
+  // A served QP. Its cursor (adversary.hpp): the next SQ index to process, the codec's last
+  // answer, and whether the QP is in the error state.
+  struct Queue : QueueCursor {
     ServedEndpoint served{};
-    uint64_t next = 0;       // the next SQ index to process
-    uint64_t announced = 0;  // the codec's last answer
     uint64_t cq_produced = 0;
     uint32_t next_psn = 0;  // the NIC's send PSN count (Codec::check_sequence)
-    bool broken = false;    // the QP is in the error state
     std::string error;      // guarded by mutex_
-    AdversaryQueue adv;     // adversarial mode only
     // On the wire: the RC QP, and the WQEs posted to it and not yet completed, in order. A WQE
     // that fails a local check waits in local_error until those before it complete.
     std::unique_ptr<wire::RcQp> rc;
@@ -219,6 +217,24 @@ class SoftNic {
     const SoftNic& nic_;
     bool locked_ = false;  // between begin_atomic and end_atomic: the PE's lock is held
   };
+  // What the adversary drives (adversary.hpp): the plain NIC's steps on queues_[qp].
+  class AdversaryPort final : public AdversaryNic {
+   public:
+    explicit AdversaryPort(SoftNic& nic) : nic_(nic) {}
+    uint64_t doorbell(size_t qp, uint64_t seen) override;
+    CompletionStatus decode(size_t qp, uint64_t index, provider::WorkRequest* wr,
+                            std::string* why) override;
+    CompletionStatus execute(size_t qp, const provider::WorkRequest& wr, uint64_t* old,
+                             RemoteSpan* remote, std::string* why) override;
+    bool place(const RemoteSpan& remote, void* local, uint64_t bytes, bool to_remote,
+               std::string* why) override;
+    void land(const provider::WorkRequest& wr, uint64_t old) override;
+    void complete(size_t qp, const provider::WorkRequest& wr, CompletionStatus status,
+                  const std::string& why) override;
+
+   private:
+    SoftNic& nic_;
+  };
 
   void run();
   bool service(Queue& q);
@@ -241,12 +257,6 @@ class SoftNic {
   void fail_queue(Queue& q, uint64_t index, provider::WorkRequest wr, CompletionStatus status,
                   const std::string& why);
   CompletionStatus execute(const Queue& q, const provider::WorkRequest& wr, std::string* why);
-  // Where a remote range lives: mapped here (`mapped` set) or in process `pid` at `addr`.
-  struct RemoteSpan {
-    void* mapped = nullptr;
-    int pid = 0;
-    uint64_t addr = 0;
-  };
   // A write's or read's checks: its keys and ranges. *remote: where its remote range lives.
   CompletionStatus check_rdma(const Queue& q, const provider::WorkRequest& wr, RemoteSpan* remote,
                               std::string* why);
@@ -256,16 +266,8 @@ class SoftNic {
   // An atomic's old value lands at wr.local_addr, in the bytes the NIC writes.
   void land_atomic_result(const provider::WorkRequest& wr, uint64_t old) const;
 
-  // The adversarial mode (adversary.cpp): service() of one QP, and its steps.
-  bool service_adversarial(Queue& q);
-  bool accept_doorbell(Queue& q, Clock::time_point now);
-  bool start_turn(Queue& q, Clock::time_point now);
-  bool advance_flights(Queue& q, Clock::time_point now);
-  bool place_chunks(Flight& f, size_t count);
-  void finish(Queue& q, Flight& f, Clock::time_point now);
-  void finish_all(Queue& q, Clock::time_point now);
-  bool write_completions(Queue& q, Clock::time_point now, bool all);
-  uint64_t first_unfinished(const Queue& q) const;
+  // A request other than a write, a read or an atomic: the NIC does not execute it.
+  static CompletionStatus refuse_opcode(const provider::WorkRequest& wr, std::string* why);
   bool translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes, RemoteSpan* out,
                         std::string* why) const;
   bool copy_remote(const RemoteSpan& remote, void* local, uint64_t bytes, bool to_remote,
@@ -288,12 +290,9 @@ class SoftNic {
   // Per queue: WQEs processed so far, kBroken once the QP is in the error state (read by drain).
   static constexpr uint64_t kBroken = ~uint64_t{0};
   std::vector<std::atomic<uint64_t>> processed_;
-  // Adversarial mode: some QP has timed work (run() then yields instead of sleeping), and counts.
-  bool waiting_ = false;
-  struct AtomicStats {
-    std::atomic<uint64_t> doorbells_seen{0}, doorbells_accepted{0}, writes_split{0},
-        reads_deferred{0}, passed_deferred{0}, atomics_deferred{0}, cqes_delayed{0};
-  } stats_;
+  // Adversarial mode: the scheduler (made by start()) and what it drives.
+  std::unique_ptr<Adversary> adversary_;
+  AdversaryPort adversary_port_{*this};
   std::thread thread_;
 };
 
