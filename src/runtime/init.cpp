@@ -106,7 +106,8 @@ Status connect_rdma(Runtime& rt) {
     rt.amo_transports = rt.transports;
     return {};
   }
-  rt.rkeys = rt.rdma->heap_rkeys();
+  rt.heap.rkeys = rt.rdma->heap_rkeys();
+  rt.heap.lkey = rt.rdma->heap_lkey();
   return route_amos(rt, reach);
 }
 
@@ -153,9 +154,11 @@ Status build(Runtime& rt) {
   config.timeout = rt.settings.bootstrap_timeout;
   MORI_TRY(heap::make_heap_memory(config, boot, same_node, &rt.memory));
   const uint64_t my_base = reinterpret_cast<uint64_t>(rt.memory->base());
-  rt.remote_bases.assign(rt.n_pes, 0);
-  MORI_TRY(boot.allgather(&my_base, rt.remote_bases.data(), sizeof my_base));
-  MORI_TRY(check_heap_bases(rt.remote_bases));
+  rt.heap.base = my_base;
+  rt.heap.size = rt.memory->size();
+  rt.heap.remote_bases.assign(rt.n_pes, 0);
+  MORI_TRY(boot.allgather(&my_base, rt.heap.remote_bases.data(), sizeof my_base));
+  MORI_TRY(check_heap_bases(rt.heap.remote_bases));
   rt.allocator =
       std::make_unique<heap::SymmetricAllocator>(rt.memory->size(), my_base, heap::kBaseAlignment);
   MORI_TRY(rt.allocator->allocate(runtime::kInternalBytes, 4096, &rt.internal_offset));
@@ -169,12 +172,12 @@ Status build(Runtime& rt) {
   // directly and the rest goes over RDMA, as between nodes.
   const bool p2p = !env_flag("MORI_DISABLE_P2P");
   rt.transports.assign(rt.n_pes, static_cast<uint8_t>(state::Transport::kRdma));
-  rt.peer_bases.assign(rt.n_pes, 0);
-  rt.rkeys.assign(rt.n_pes, 0);
+  rt.heap.peer_bases.assign(rt.n_pes, 0);
+  rt.heap.rkeys.assign(rt.n_pes, 0);
   for (int pe = 0; pe < rt.n_pes; ++pe) {
     if (pe == rt.rank || (p2p && same_node[pe])) {
       rt.transports[pe] = static_cast<uint8_t>(state::Transport::kP2P);
-      rt.peer_bases[pe] = reinterpret_cast<uint64_t>(rt.memory->peer_base(pe));
+      rt.heap.peer_bases[pe] = reinterpret_cast<uint64_t>(rt.memory->peer_base(pe));
     }
   }
   MORI_TRY(connect_rdma(rt));

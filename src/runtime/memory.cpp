@@ -305,7 +305,7 @@ namespace mori::runtime {
 SymmetricRange find_symmetric(const Runtime& rt, uint64_t ptr) {
   const uint64_t base = reinterpret_cast<uint64_t>(rt.memory->base());
   if (ptr >= base && ptr < base + rt.memory->size())
-    return {base, rt.memory->size(), &rt.peer_bases};
+    return {base, rt.memory->size(), &rt.heap.peer_bases};
   for (auto& [rbase, region] : rt.regions)
     if (ptr >= rbase && ptr < rbase + region->size)
       return {rbase, region->size, &region->peer_bases};

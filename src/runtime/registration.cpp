@@ -96,7 +96,7 @@ Status agree(Runtime& rt, const Status& local) {
 // Maps the copy of every PE whose heap this PE maps (P2P), or none of them.
 Status import_peers(const Runtime& rt, const std::vector<Entry>& all, runtime::Region* region) {
   for (int pe = 0; pe < rt.n_pes; ++pe) {
-    if (pe == rt.rank || rt.peer_bases[pe] == 0) continue;
+    if (pe == rt.rank || rt.heap.peer_bases[pe] == 0) continue;
     backend::Imported imported;
     if (Status s = backend::import_shareable(all[pe].handle, region->size, &imported); !s.ok())
       return Status::error("cannot map PE " + std::to_string(pe) + "'s buffer: " + s.message());

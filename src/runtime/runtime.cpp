@@ -73,25 +73,19 @@ Status Runtime::publish() {
   for (size_t pe = 0; pe < n && amo_transports.size() == n; ++pe)
     entries[pe] = state::transport_entry(static_cast<state::Transport>(amo_transports[pe]), nic);
   MORI_TRY(d_amo_transports.upload(entries.data(), n * sizeof(uint8_t)));
-  MORI_TRY(d_peer_bases.upload(peer_bases.data(), n * sizeof(uint64_t)));
-  MORI_TRY(d_remote_bases.upload(remote_bases.data(), n * sizeof(uint64_t)));
-  MORI_TRY(d_rkeys.upload(rkeys.data(), n * sizeof(uint32_t)));
-
   // The heap first: the device finds it at regions[-1] (state/gpu_states.hpp).
-  const uint32_t heap_lkey = rdma ? rdma->heap_lkey() : 0;
   std::vector<state::RegisteredRegion> table;
-  table.push_back({reinterpret_cast<uint64_t>(memory->base()), memory->size(),
-                   static_cast<const uint64_t*>(d_peer_bases.ptr),
-                   static_cast<const uint64_t*>(d_remote_bases.ptr),
-                   static_cast<const uint32_t*>(d_rkeys.ptr), heap_lkey, 0});
-  for (auto& [base, r] : regions) {
-    MORI_TRY(r->d_peer_bases.upload(r->peer_bases.data(), n * sizeof(uint64_t)));
-    MORI_TRY(r->d_remote_bases.upload(r->remote_bases.data(), n * sizeof(uint64_t)));
-    MORI_TRY(r->d_rkeys.upload(r->rkeys.data(), n * sizeof(uint32_t)));
-    table.push_back({r->base, r->size, static_cast<const uint64_t*>(r->d_peer_bases.ptr),
-                     static_cast<const uint64_t*>(r->d_remote_bases.ptr),
-                     static_cast<const uint32_t*>(r->d_rkeys.ptr), r->lkey, 0});
-  }
+  const auto add = [&](Region& r) -> Status {
+    MORI_TRY(r.d_peer_bases.upload(r.peer_bases.data(), n * sizeof(uint64_t)));
+    MORI_TRY(r.d_remote_bases.upload(r.remote_bases.data(), n * sizeof(uint64_t)));
+    MORI_TRY(r.d_rkeys.upload(r.rkeys.data(), n * sizeof(uint32_t)));
+    table.push_back({r.base, r.size, static_cast<const uint64_t*>(r.d_peer_bases.ptr),
+                     static_cast<const uint64_t*>(r.d_remote_bases.ptr),
+                     static_cast<const uint32_t*>(r.d_rkeys.ptr), r.lkey, 0});
+    return {};
+  };
+  MORI_TRY(add(heap));
+  for (auto& [base, r] : regions) MORI_TRY(add(*r));
   MORI_TRY(d_regions.upload(table.data(), table.size() * sizeof(state::RegisteredRegion)));
 
   state::GpuStates s{};
@@ -100,14 +94,11 @@ Status Runtime::publish() {
   s.rank = rank;
   s.n_pes = n_pes;
   s.num_qp_per_pe = settings.num_qp_per_pe;
-  s.heap_base = reinterpret_cast<uint64_t>(memory->base());
-  s.heap_size = memory->size();
+  s.heap_base = heap.base;
+  s.heap_size = heap.size;
   s.transports = static_cast<const uint8_t*>(d_transports.ptr);
   s.amo_transports = static_cast<const uint8_t*>(d_amo_transports.ptr);
   s.flags = state_flags;
-  s.peer_bases = static_cast<const uint64_t*>(d_peer_bases.ptr);
-  s.remote_bases = static_cast<const uint64_t*>(d_remote_bases.ptr);
-  s.rkeys = static_cast<const uint32_t*>(d_rkeys.ptr);
   s.regions = static_cast<const state::RegisteredRegion*>(d_regions.ptr) + 1;
   s.n_regions = static_cast<int32_t>(table.size() - 1);
   s.internal = reinterpret_cast<uint64_t*>(memory->base() + internal_offset);
@@ -122,7 +113,6 @@ Status Runtime::publish() {
   if (rdma) {
     s.rdma_endpoints = rdma->device_endpoints();
     s.nic = static_cast<uint8_t>(rdma->nic());
-    s.heap_lkey = heap_lkey;
   }
   states = s;
 

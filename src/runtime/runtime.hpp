@@ -28,6 +28,8 @@ struct DeviceArray {
   Status upload(const void* data, size_t bytes);
 };
 
+// A symmetric range the device reaches: the heap (Runtime::heap) or a registered buffer, as its
+// entry of GpuStates::regions describes it.
 struct Region {
   Region() = default;
   Region(const Region&) = delete;
@@ -71,10 +73,9 @@ struct Runtime {
   // The transport of AMOs to each PE (runtime/amo_route.hpp); empty: `transports`.
   std::vector<uint8_t> amo_transports;
   uint32_t state_flags = 0;  // GpuStates::flags (state::GpuStatesFlag)
-  std::vector<uint64_t> peer_bases, remote_bases;
-  std::vector<uint32_t> rkeys;
-  DeviceArray d_transports, d_amo_transports, d_peer_bases, d_remote_bases, d_rkeys, d_regions;
-  std::map<uint64_t, std::unique_ptr<Region>> regions;  // by base
+  Region heap;               // this PE's symmetric heap: GpuStates::regions[-1]
+  DeviceArray d_transports, d_amo_transports, d_regions;
+  std::map<uint64_t, std::unique_ptr<Region>> regions;  // the registered buffers, by base
   state::DeviceError* error = nullptr;                  // host-visible device-error record
   // This PE's context pool (state/context.hpp), host-visible: the host API and device code both
   // claim and release QPs in it (runtime/contexts.cpp, shmem/ctx.hpp).

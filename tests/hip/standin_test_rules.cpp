@@ -112,7 +112,7 @@ TEST_CASE("hipModuleGetGlobal gives the symbol's own size and another arch's obj
   REQUIRE(hipModuleGetGlobal(&p, &bytes, m, "mori_shmem_gpu_states_abi_version") == hipSuccess);
   CHECK(bytes == 4);
   REQUIRE(hipModuleGetGlobal(&p, &bytes, m, "_ZN4mori5shmem15globalGpuStatesE") == hipSuccess);
-  CHECK(bytes == 184);  // llvm-readelf -s of the code object
+  CHECK(bytes == 160);  // llvm-readelf -s of the code object
   CHECK(hipModuleGetGlobal(&p, &bytes, m, "no_such_symbol") == hipErrorNotFound);
   hipFunction_t f = nullptr;
   CHECK(hipModuleGetFunction(&f, m, "mori_test_my_pe") == hipSuccess);

@@ -46,9 +46,6 @@ struct MadeUpState {
     s.heap_size = sizeof heap;
     s.transports = transports;
     s.amo_transports = transports;
-    s.peer_bases = peer_bases;
-    s.remote_bases = remote_bases;
-    s.rkeys = rkeys;
     s.regions = regions + 1;
     s.teams = teams;
     s.max_teams = 4;

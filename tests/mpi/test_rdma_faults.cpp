@@ -130,7 +130,7 @@ TEST_CASE("rdma faults: a wrong rkey completes with a remote access error naming
   const int peer = (s.me + 1) % s.n;
   Words words;
   uint64_t* d = words.d;
-  auto* rkeys = const_cast<uint32_t*>(shmem::globalGpuStates.rkeys);
+  auto* rkeys = const_cast<uint32_t*>(shmem::globalGpuStates.regions[-1].rkeys);  // the heap's
   const uint32_t saved = rkeys[peer];
   rkeys[peer] = 0xdead;
   const std::string failure = launch_error({1}, {1}, [&] {
@@ -153,7 +153,7 @@ TEST_CASE(
   Session s;
   const int peer = (s.me + 1) % s.n;
   Words words;
-  auto* rkeys = const_cast<uint32_t*>(shmem::globalGpuStates.rkeys);
+  auto* rkeys = const_cast<uint32_t*>(shmem::globalGpuStates.regions[-1].rkeys);  // the heap's
   const uint32_t saved = rkeys[peer];
   rkeys[peer] = 0xdead;
   // A fetching atomic with a bad key breaks the QP: its own error completion.

@@ -17,7 +17,7 @@ namespace mori::state {
 
 // Bump on any change of GpuStates or of a struct it points to. module_init refuses a module of
 // another version.
-inline constexpr uint32_t kGpuStatesAbiVersion = 8;
+inline constexpr uint32_t kGpuStatesAbiVersion = 9;
 
 // How this PE reaches another. Chosen per PE at init from the node layout and MORI_DISABLE_P2P.
 enum class Transport : uint8_t {
@@ -126,17 +126,13 @@ struct GpuStates {
   // This PE's symmetric heap: [heap_base, heap_base + heap_size).
   uint64_t heap_base;
   uint64_t heap_size;
-  const uint8_t* transports;   // [n_pes] transport_entry() of each PE (this PE: kP2P)
-  const uint64_t* peer_bases;  // [n_pes] each PE's heap as mapped here, 0 where not P2P-reachable
-  // [n_pes] each PE's heap base in that PE's own address space (RDMA).
-  const uint64_t* remote_bases;
-  const uint32_t* rkeys;  // [n_pes] each PE's heap rkey, when RDMA is set up
-  // [n_regions] the registered buffers; regions[-1] describes the heap (base, size and the three
-  // tables above, heap_lkey), so that a SymmetricRef's region (-1 for the heap) indexes both
-  // without a branch.
+  const uint8_t* transports;  // [n_pes] transport_entry() of each PE (this PE: kP2P)
+  // [n_regions] the registered buffers. regions[-1] is the heap: its base and size (those above),
+  // each PE's heap as mapped here, each PE's own address of it, its keys. So a SymmetricRef's
+  // region (-1 for the heap) indexes the heap and the buffers alike, without a branch.
   const RegisteredRegion* regions;
   int32_t n_regions;
-  uint32_t heap_lkey;
+  uint32_t pad0;
   // [n_pes * num_qp_per_pe], entry pe * num_qp_per_pe + qp; null without RDMA, zeroed for PEs not
   // reached over RDMA.
   RdmaEndpoint* rdma_endpoints;
@@ -169,7 +165,7 @@ struct GpuStates {
   // reaches that memory's AMOs over RDMA (runtime/amo_route.hpp, docs/device-api.md "Atomicity").
   const uint8_t* amo_transports;
 };
-static_assert(sizeof(GpuStates) == 184,
+static_assert(sizeof(GpuStates) == 160,
               "GpuStates is the runtime/device ABI: bump kGpuStatesAbiVersion");
 static_assert(sizeof(void*) == 8, "GpuStates assumes 64-bit addresses on host and device");
 

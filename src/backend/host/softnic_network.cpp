@@ -151,7 +151,7 @@ class SoftNicNetwork final : public runtime::RdmaNetwork {
       if (!needs_rdma[pe] || on_wire_[pe]) continue;
       void* mapped = rt_.memory->peer_base(pe);
       remote_.push_back(
-          {pe, rt_.remote_bases[pe], rt_.memory->size(), heap_rkeys_[pe], mapped, pids_[pe]});
+          {pe, rt_.heap.remote_bases[pe], rt_.memory->size(), heap_rkeys_[pe], mapped, pids_[pe]});
     }
     MORI_TRY(open_locks());
     softnic::SoftNicOptions options;

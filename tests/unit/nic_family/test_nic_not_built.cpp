@@ -56,9 +56,6 @@ struct FakeJob {
     s.heap_size = sizeof heap;
     s.transports = transports;
     s.amo_transports = transports;  // no PE's AMOs are routed apart from its data
-    s.peer_bases = peer_bases;
-    s.remote_bases = remote_bases;
-    s.rkeys = rkeys;
     s.regions = regions + 1;
     s.n_regions = 0;
     s.rdma_endpoints = endpoints;

@@ -143,7 +143,7 @@ MORI_DEVICE void wait_flag(const char* call, const TeamView& v, const uint64_t* 
 MORI_DEVICE uint8_t* outbox(const TeamView& v, const Mailboxes& m, int i) {
   const state::GpuStates& s = state::gpu_states();
   const uint64_t offset = reinterpret_cast<uint64_t>(m.box(v.size(), m.call, v.me())) - s.heap_base;
-  return reinterpret_cast<uint8_t*>(s.peer_bases[v.pe(i)] + offset);
+  return reinterpret_cast<uint8_t*>(s.regions[-1].peer_bases[v.pe(i)] + offset);
 }
 
 // Sends every member (as the team numbers it) its payload: fill(i, to) stores, in scope S, what
