@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "mori/transport/providers.hpp"
+#include "mori/transport/nic_families.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mori::rdma {
@@ -50,7 +50,7 @@ class VerbsRdma final : public runtime::RdmaNetwork {
 
 Status open_verbs_rdma(runtime::Runtime& rt, const std::vector<bool>& needs_rdma, GpuHooks hooks,
                        std::unique_ptr<runtime::RdmaNetwork>* out, bool* no_devices) {
-  // Unset, the family is the build's first (transport/providers.hpp); a named one the build
+  // Unset, the family is the build's first (transport/nic_families.hpp); a named one the build
   // lacks was refused when the settings were read.
   const state::Nic nic = rt.settings.device_nic == state::Nic::kNone ? transport::default_rdma_nic()
                                                                      : rt.settings.device_nic;

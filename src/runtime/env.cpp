@@ -11,7 +11,7 @@
 #include <limits>
 #include <string_view>
 
-#include "mori/transport/providers.hpp"
+#include "mori/transport/nic_families.hpp"
 
 namespace mori::env {
 namespace {

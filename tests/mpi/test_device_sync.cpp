@@ -172,7 +172,7 @@ void stream(const Order& order) {
   REQUIRE(shmem::barrier_all() == 0);  // nobody frees a channel a peer still writes
 }
 
-// fence orders a get before the later operations to the same PE (sync.hpp: "operations to each PE
+// fence orders a get before the later operations to the same PE (order.hpp: "operations to each PE
 // are delivered in the order they were issued"). Over RDMA a READ may read late, after a later
 // write or atomic of its QP to the same word has landed, unless that one carries the fence flag
 // (docs/rdma-engine.md, the adversarial mode). Each PE gets the next PE's word, fences, then

@@ -23,7 +23,7 @@
 #include <type_traits>
 
 #include "mori/core/scope.hpp"
-#include "mori/shmem/sync.hpp"
+#include "mori/shmem/order.hpp"
 #include "mori/state/internal_area.hpp"
 #include "mori/state/spin.hpp"
 #include "mori/state/team.hpp"

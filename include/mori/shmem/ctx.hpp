@@ -35,11 +35,11 @@
 
 #include "mori/core/scope.hpp"
 #include "mori/shmem/atomic.hpp"
+#include "mori/shmem/order.hpp"
 #include "mori/shmem/rma.hpp"
 #include "mori/shmem/signal.hpp"
 #include "mori/shmem/single.hpp"
 #include "mori/shmem/strided.hpp"
-#include "mori/shmem/sync.hpp"
 #include "mori/shmem/vocabulary.hpp"
 #include "mori/state/context.hpp"
 

@@ -42,7 +42,7 @@
 #include <cstdint>
 
 #include "mori/shmem/atomic.hpp"
-#include "mori/shmem/sync.hpp"
+#include "mori/shmem/order.hpp"
 #include "mori/state/spin.hpp"
 
 namespace mori::shmem {

@@ -8,7 +8,7 @@
 //
 // RDMA is Rdma<Provider> for the job's NIC family (GpuStates::nic). Each provider compiled in adds
 // its instance of every family to each call site; the families compiled in are the build's
-// (transport/providers.hpp: MLX5 alone unless CMake's MORI_RDMA_PROVIDERS names others).
+// (transport/nic_families.hpp: MLX5 alone unless CMake's MORI_RDMA_PROVIDERS names others).
 #pragma once
 
 #include "mori/provider/bnxt.hpp"
@@ -16,14 +16,14 @@
 #include "mori/provider/mlx5.hpp"
 #include "mori/state/device_error.hpp"
 #include "mori/transport/concepts.hpp"
+#include "mori/transport/nic_families.hpp"
 #include "mori/transport/p2p.hpp"
-#include "mori/transport/providers.hpp"
 #include "mori/transport/rdma.hpp"
 #include "mori/transport/sdma.hpp"
 
 namespace mori::transport {
 
-// The NIC families compiled in (transport/providers.hpp), each as its provider and the state::Nic
+// The NIC families compiled in (transport/nic_families.hpp), each as its provider and the state::Nic
 // that names it: listed once here, for the dispatch and the checks below.
 template <typename P, state::Nic N>
 struct Family {

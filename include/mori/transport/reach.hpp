@@ -1,12 +1,12 @@
 // Which transport of this code reaches a PE: device code over the transport table
 // (GpuStates::transports, whose RDMA entries carry the job's NIC family: state::transport_entry)
-// and the NIC families compiled in (providers.hpp, which host code includes too).
+// and the NIC families compiled in (nic_families.hpp, which host code includes too).
 #pragma once
 
 #include <cstdint>
 
 #include "mori/state/access.hpp"
-#include "mori/transport/providers.hpp"
+#include "mori/transport/nic_families.hpp"
 
 namespace mori::transport {
 
