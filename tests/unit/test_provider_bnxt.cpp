@@ -211,7 +211,7 @@ TEST_CASE("bnxt: inline write beyond 16 bytes traps") {
   std::array<uint8_t, 17> data{};
   WorkRequest wr = request(Opcode::kWriteInline);
   wr.bytes = 17, wr.inline_data = data.data();
-  CHECK_THROWS_WITH(post(wr), "mori bnxt: inline write beyond 16 bytes");
+  CHECK_THROWS_WITH(post(wr), "bnxt: inline write beyond 16 bytes");
 }
 
 TEST_CASE("bnxt: a 32-bit atomic traps, BNXT atomics are 64-bit") {
@@ -219,7 +219,7 @@ TEST_CASE("bnxt: a 32-bit atomic traps, BNXT atomics are 64-bit") {
   for (Opcode op : {Opcode::kFetchAdd, Opcode::kCompareSwap}) {
     WorkRequest wr = request(op);
     wr.width = 4;
-    CHECK_THROWS_WITH(post(wr), "mori bnxt: atomics are 64-bit only (kNativeAtomic32)");
+    CHECK_THROWS_WITH(post(wr), "bnxt: atomics are 64-bit only (kNativeAtomic32)");
   }
 }
 

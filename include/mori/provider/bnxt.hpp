@@ -99,9 +99,9 @@ struct Bnxt : BnxtGeometry {
   // limit: a trap with MORI_DEVICE_CHECKS; without, the copy stops at the WQE's end and the length
   // field keeps wr.bytes, so the NIC rejects the WQE instead of writing past it.
   MORI_DEVICE static void post_inline_write(void* wqe, const WorkRequest& wr) {
-    if constexpr (MORI_DEVICE_CHECKS) {
-      if (wr.bytes > kMaxInlineBytes) platform::trap("mori bnxt: inline write beyond 16 bytes");
-    }
+#if MORI_DEVICE_CHECKS
+    if (wr.bytes > kMaxInlineBytes) platform::trap("bnxt: inline write beyond 16 bytes");
+#endif
     uint8_t* slot = static_cast<uint8_t*>(wqe);
     put_slot(slot, header(bnxt::BNXT_RE_WR_OPCD_RDMA_WRITE, wr, bnxt::BNXT_RE_WR_FLAGS_INLINE,
                           kWqeSlots, 0, wr.bytes));
@@ -114,9 +114,9 @@ struct Bnxt : BnxtGeometry {
   // bnxt_re_build_cns_sqe). Precondition: wr.width == 8 (a trap with MORI_DEVICE_CHECKS). The SGE
   // length is wr.width, so a 4-byte request that slips through fails at the NIC, never runs as 64.
   MORI_DEVICE static void post_atomic(void* wqe, const WorkRequest& wr) {
-    if constexpr (MORI_DEVICE_CHECKS) {
-      if (wr.width != 8) platform::trap("mori bnxt: atomics are 64-bit only (kNativeAtomic32)");
-    }
+#if MORI_DEVICE_CHECKS
+    if (wr.width != 8) platform::trap("bnxt: atomics are 64-bit only (kNativeAtomic32)");
+#endif
     const bool cas = wr.opcode == Opcode::kCompareSwap;
     uint8_t* slot = static_cast<uint8_t*>(wqe);
     put_slot(slot, header(cas ? bnxt::BNXT_RE_WR_OPCD_ATOMIC_CS : bnxt::BNXT_RE_WR_OPCD_ATOMIC_FA,

@@ -33,6 +33,7 @@
 #include "mori/core/copy.hpp"
 #include "mori/core/scope.hpp"
 #include "mori/platform/path_mark.hpp"
+#include "mori/provider/concepts.hpp"
 #include "mori/state/address.hpp"
 #include "mori/state/amo.hpp"
 #include "mori/state/device_error.hpp"
@@ -43,7 +44,7 @@ namespace mori::transport {
 
 using state::RemoteTarget;
 
-template <typename Provider>
+template <provider::NicProvider Provider>
 struct Rdma {
   using Engine = RdmaEngine<Provider>;
   using WorkRequest = provider::WorkRequest;
