@@ -30,12 +30,6 @@ namespace {
 using provider::Opcode;
 using provider::WorkRequest;
 
-bool is_write(const WorkRequest& wr) {
-  return wr.opcode == Opcode::kWrite || wr.opcode == Opcode::kWriteInline;
-}
-bool is_atomic(const WorkRequest& wr) {
-  return wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
-}
 std::chrono::microseconds us(uint32_t n) { return std::chrono::microseconds(n); }
 bool chance(uint64_t* rng, uint32_t percent) { return next_random(rng) % 100 < percent; }
 

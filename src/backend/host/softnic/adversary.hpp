@@ -82,6 +82,13 @@ struct RemoteSpan {
   uint64_t addr = 0;
 };
 
+inline bool is_write(const provider::WorkRequest& wr) {
+  return wr.opcode == provider::Opcode::kWrite || wr.opcode == provider::Opcode::kWriteInline;
+}
+inline bool is_atomic(const provider::WorkRequest& wr) {
+  return wr.opcode == provider::Opcode::kFetchAdd || wr.opcode == provider::Opcode::kCompareSwap;
+}
+
 // One request between its turn and its completion.
 struct Flight {
   provider::WorkRequest wr{};

@@ -7,7 +7,6 @@
 
 namespace mori::softnic {
 
-using provider::Opcode;
 using provider::WorkRequest;
 
 AdversaryStats SoftNic::adversary_stats() const {
@@ -23,19 +22,11 @@ CompletionStatus SoftNic::AdversaryPort::decode(size_t qp, uint64_t index, WorkR
   return nic_.decode_checked(nic_.queues_[qp], index, wr, why);
 }
 
-// execute() of the plain NIC but for the data: an atomic's old value and a write's or read's bytes
-// move when the adversary says (land, place).
+// The plain NIC's begin(): an atomic's old value and a write's or read's bytes then move when the
+// adversary says (land, place).
 CompletionStatus SoftNic::AdversaryPort::execute(size_t qp, const WorkRequest& wr, uint64_t* old,
                                                  RemoteSpan* remote, std::string* why) {
-  const Queue& q = nic_.queues_[qp];
-  CompletionStatus status;
-  if (wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap)
-    status = nic_.remote_atomic_op(q, wr, old, why);
-  else if (wr.opcode == Opcode::kWrite || wr.opcode == Opcode::kRead ||
-           wr.opcode == Opcode::kWriteInline)
-    status = nic_.check_rdma(q, wr, remote, why);
-  else
-    status = refuse_opcode(wr, why);
+  const CompletionStatus status = nic_.begin(nic_.queues_[qp], wr, old, remote, why);
   if (status == CompletionStatus::kSuccess) nic_.executed_.fetch_add(1, std::memory_order_relaxed);
   return status;
 }
@@ -54,8 +45,8 @@ void SoftNic::AdversaryPort::complete(size_t qp, const WorkRequest& wr, Completi
   Queue& q = nic_.queues_[qp];
   if (status != CompletionStatus::kSuccess)
     nic_.fail_queue(q, wr.index, wr, status, why);
-  else if (wr.signaled && wr.index != nic_.options_.faults.drop_at)
-    nic_.codec_.complete(*q.served.ep, &q.cq_produced, wr.index, wr, status);
+  else
+    nic_.complete_success(q, wr.index, wr);
 }
 
 }  // namespace mori::softnic

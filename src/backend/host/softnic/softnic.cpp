@@ -206,10 +206,14 @@ bool SoftNic::service(Queue& q) {
       return true;
     }
     executed_.fetch_add(1, std::memory_order_relaxed);
-    if (wr.signaled && index != options_.faults.drop_at)
-      codec_.complete(ep, &q.cq_produced, index, wr, status);
+    complete_success(q, index, wr);
   }
   return true;
+}
+
+void SoftNic::complete_success(Queue& q, uint64_t index, const WorkRequest& wr) {
+  if (wr.signaled && index != options_.faults.drop_at)
+    codec_.complete(*q.served.ep, &q.cq_produced, index, wr, CompletionStatus::kSuccess);
 }
 
 CompletionStatus SoftNic::decode_checked(Queue& q, uint64_t index, WorkRequest* wr,
@@ -410,18 +414,15 @@ void SoftNic::land_atomic_result(const WorkRequest& wr, uint64_t old) const {
 // Checks and performs one decoded request. The checks come in the order a NIC meets them: the
 // request's form, the local key (the requester's own DMA), then the remote key (the responder's).
 CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::string* why) {
-  if (wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap) {
-    uint64_t old = 0;
-    const CompletionStatus status = remote_atomic_op(q, wr, &old, why);
-    if (status == CompletionStatus::kSuccess) land_atomic_result(wr, old);
+  uint64_t old = 0;
+  RemoteSpan remote;
+  const CompletionStatus status = begin(q, wr, &old, &remote, why);
+  if (status != CompletionStatus::kSuccess) return status;
+  if (is_atomic(wr)) {
+    land_atomic_result(wr, old);
     return status;
   }
-  if (wr.opcode != Opcode::kWrite && wr.opcode != Opcode::kRead &&
-      wr.opcode != Opcode::kWriteInline)
-    return refuse_opcode(wr, why);
-  RemoteSpan remote;
-  const CompletionStatus status = check_rdma(q, wr, &remote, why);
-  if (status != CompletionStatus::kSuccess || wr.bytes == 0) return status;
+  if (wr.bytes == 0) return status;
   void* local = const_cast<void*>(wr.opcode == Opcode::kWriteInline
                                       ? wr.inline_data
                                       : reinterpret_cast<const void*>(wr.local_addr));
@@ -435,7 +436,10 @@ CompletionStatus SoftNic::execute(const Queue& q, const WorkRequest& wr, std::st
              : CompletionStatus::kRemoteAccess;
 }
 
-CompletionStatus SoftNic::refuse_opcode(const WorkRequest& wr, std::string* why) {
+CompletionStatus SoftNic::begin(const Queue& q, const WorkRequest& wr, uint64_t* old,
+                                RemoteSpan* remote, std::string* why) {
+  if (is_atomic(wr)) return remote_atomic_op(q, wr, old, why);
+  if (is_write(wr) || wr.opcode == Opcode::kRead) return check_rdma(q, wr, remote, why);
   *why = "opcode " + std::to_string(static_cast<unsigned>(wr.opcode)) + " not executed";
   return CompletionStatus::kRemoteInvalidRequest;
 }

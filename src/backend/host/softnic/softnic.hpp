@@ -266,8 +266,13 @@ class SoftNic {
   // An atomic's old value lands at wr.local_addr, in the bytes the NIC writes.
   void land_atomic_result(const provider::WorkRequest& wr, uint64_t old) const;
 
-  // A request other than a write, a read or an atomic: the NIC does not execute it.
-  static CompletionStatus refuse_opcode(const provider::WorkRequest& wr, std::string* why);
+  // A decoded request's turn at the responder: an atomic executes (*old: the value before it), a
+  // write or read is checked (*remote: where its remote range lives), any other opcode is refused.
+  // execute() and the adversary then move the data.
+  CompletionStatus begin(const Queue& q, const provider::WorkRequest& wr, uint64_t* old,
+                         RemoteSpan* remote, std::string* why);
+  // WQE `index` succeeded: its CQE when signalled (and not dropped by the fault injection).
+  void complete_success(Queue& q, uint64_t index, const provider::WorkRequest& wr);
   bool translate_remote(int pe, uint32_t rkey, uint64_t addr, uint64_t bytes, RemoteSpan* out,
                         std::string* why) const;
   bool copy_remote(const RemoteSpan& remote, void* local, uint64_t bytes, bool to_remote,
