@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Mutation testing: plant each bug of a list, one at a time, and check that the tests named for it fail.
 
-    scripts/mutate.sh [--list FILE] [--only ID[,ID...]] [--build DIR] [--no-baseline] [--timeout S]
+    scripts/mutate.sh [--list FILE] [--only ID[,ID...]] [--build DIR] [--no-baseline | --baseline-only]
+                      [--timeout S]
     scripts/mutate.sh --check [--list FILE] [--build DIR]   validate the list only: each file exists, each find
                                                             text occurs once, each tests regex names a test
 
@@ -13,9 +14,12 @@ For every mutant of the list (tests/mutation/mutants.txt; its header gives the f
      it: a mutant worth replacing with one that compiles);
   4. restores the file's bytes, whatever happened.
 Before the first mutant it builds and runs every named test unmutated (the baseline), so that a test failing anyway
-cannot count as a catch. It refuses a mutant whose file has uncommitted changes, so it never overwrites work.
-The build directory (default build-mutate) is configured and built on first use like scripts/build.sh, and kept,
-so later runs rebuild only what a mutant touches. Exit status: 0 when every mutant was caught, 1 otherwise, 2 on bad input.
+cannot count as a catch (--baseline-only stops there). The baseline selects its tests by number: one regex joining
+every mutant's would pass CMake's limit of ten groups, and ctest, given a regex it cannot compile, runs nothing.
+Every run here passes --no-tests=error, so a selection of nothing fails. The script refuses a mutant whose file has
+uncommitted changes, so it never overwrites work. The build directory (default build-mutate) is configured and
+built on first use by scripts/build.sh, and kept, so later runs rebuild only what a mutant touches.
+Exit status: 0 when every mutant was caught, 1 otherwise, 2 on bad input.
 """
 import argparse
 import json
@@ -81,14 +85,13 @@ def configure(build, log):
         if run(["ninja", "-C", build, "build.ninja"], log) != 0:
             sys.exit(f"mutate: regenerating {build} failed; see {log}")
         return
-    cmd = ["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-           "-DMORI_RDMA_PROVIDERS=mlx5;bnxt;ionic"]
-    if run(cmd, log) != 0:
-        sys.exit(f"mutate: configuring {build} failed; see {log}")
-    # The unit tests are discovered from their executables (doctest_discover_tests), so a new build directory
-    # lists them only once they are built: the first run builds everything, once.
+    # Configured and built as scripts/build.sh builds (its flags, and MORI_CMAKE_ARGS such as a ccache launcher),
+    # so that a tree built for the suite and this one compile alike. The unit tests are discovered from their
+    # executables (doctest_discover_tests), so a new build directory lists them only once they are built: the
+    # first run builds everything, once.
     print(f"mutate: building {build} once (later runs rebuild only what a mutant touches)", flush=True)
-    if run(["ninja", "-C", build], log) != 0:
+    env = dict(os.environ, MORI_BUILD_DIR=build)
+    if run(["bash", os.path.join(ROOT, "scripts", "build.sh")], log, env=env) != 0:
         sys.exit(f"mutate: building {build} failed; see {log}")
     open(stamp, "w").close()
 
@@ -106,14 +109,22 @@ def test_files(build, regex):
     return [t["name"] for t in tests], sorted(files)
 
 
-def build_and_test(build, regex, targets, timeout, log):
-    """'built-failed', 'passed' or 'failed: <first failing test>'."""
+def test_numbers(build, names):
+    """ctest -I's selection of exactly these tests: "0,0,0," then their numbers (1-based, ctest's order)."""
+    out = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"],
+                         capture_output=True, text=True, check=True).stdout
+    number = {t["name"]: i + 1 for i, t in enumerate(json.loads(out).get("tests", []))}
+    return "0,0,0," + ",".join(str(number[n]) for n in sorted(set(names), key=number.get))
+
+
+def build_and_test(build, select, targets, timeout, log):
+    """'built-failed', 'passed' or 'failed: <first failing test>'. select: ctest's arguments choosing the tests."""
     if targets and run(["ninja", "-C", build] + targets, log) != 0:
         return "build-failed"
     result = os.path.join(build, "mutate-ctest.log")
     with open(result, "w", encoding="utf-8") as out:
-        rc = subprocess.run(["ctest", "--test-dir", build, "-R", regex, "-j", str(os.cpu_count() or 2),
-                             "--timeout", str(timeout), "--stop-on-failure"],
+        rc = subprocess.run(["ctest", "--test-dir", build, *select, "-j", str(os.cpu_count() or 2),
+                             "--timeout", str(timeout), "--stop-on-failure", "--no-tests=error"],
                             stdout=out, stderr=subprocess.STDOUT).returncode
     text = open(result, encoding="utf-8").read()
     with open(log, "a", encoding="utf-8") as out:
@@ -164,6 +175,7 @@ def main():
     ap.add_argument("--only", help="comma-separated mutant ids")
     ap.add_argument("--build", default=os.path.join(ROOT, "build-mutate"))
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--baseline-only", action="store_true", help="build and run the named tests unmutated, then stop")
     ap.add_argument("--timeout", type=int, default=120, help="per test, seconds")
     ap.add_argument("--check", action="store_true", help="validate the list against the tree and the build")
     args = ap.parse_args()
@@ -195,15 +207,22 @@ def main():
             print(f"mutate: mutant {m['id']}: no test matches {m['tests']}", file=sys.stderr)
             return 2
         plans.append((m, names, targets))
+    if args.no_baseline and args.baseline_only:
+        print("mutate: --no-baseline and --baseline-only exclude each other", file=sys.stderr)
+        return 2
     if not args.no_baseline:
-        regex = "|".join(f"({m['tests']})" for m, _, _ in plans)
+        names = sorted({n for _, ns, _ in plans for n in ns})
         targets = sorted({t for _, _, ts in plans for t in ts})
-        print(f"mutate: baseline: building {len(targets)} executables, running the named tests unmutated",
-              flush=True)
-        base = build_and_test(build, regex, targets, args.timeout, log)
+        print(f"mutate: baseline: building {len(targets)} executables, running the {len(names)} named tests "
+              "unmutated", flush=True)
+        start = time.monotonic()
+        base = build_and_test(build, ["-I", test_numbers(build, names)], targets, args.timeout, log)
         if base != "passed":
             print(f"mutate: the baseline is not green ({base}); fix that first; see {log}", file=sys.stderr)
             return 1
+        print(f"mutate: baseline: {len(names)} tests passed ({time.monotonic() - start:.0f} s)", flush=True)
+    if args.baseline_only:
+        return 0
 
     rows, caught = [], 0
     for m, names, targets in plans:
@@ -223,7 +242,7 @@ def main():
                 try:
                     with open(path, "w", encoding="utf-8") as f:
                         f.write(text.replace(m["find"], m["replace"]))
-                    outcome = build_and_test(build, m["tests"], targets, args.timeout, log)
+                    outcome = build_and_test(build, ["-R", m["tests"]], targets, args.timeout, log)
                 finally:
                     with open(path, "wb") as f:
                         f.write(original)
