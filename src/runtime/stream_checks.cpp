@@ -1,20 +1,11 @@
 #include "runtime/stream_checks.hpp"
 
-#include <sstream>
 #include <string>
 
 #include "mori/state/team.hpp"
+#include "runtime/hex.hpp"
 
 namespace mori::runtime {
-
-namespace {
-// As the device's messages print an address.
-std::string hex(uint64_t v) {
-  std::ostringstream text;
-  text << "0x" << std::hex << v;
-  return text.str();
-}
-}  // namespace
 
 Status check_stream_pe(const Runtime& rt, int pe) {
   if (pe < 0 || pe >= rt.n_pes)

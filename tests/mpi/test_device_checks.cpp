@@ -8,14 +8,13 @@
 // Only the local launch fails, so no rank waits for another; all_ranks() after each case keeps the
 // ranks in step. The first failure wins the record; each case reads it back with
 // shmem::device_error(), which clears it.
-#include <cinttypes>
-#include <cstdio>
 #include <functional>
 #include <limits>
 #include <utility>
 #include <vector>
 
 #include "device_harness.hpp"
+#include "runtime/hex.hpp"
 
 namespace state = mori::state;
 
@@ -26,11 +25,7 @@ using state::DeviceErrorCode;
 namespace {
 
 // As the device messages print addresses (core/text.hpp: "0x", lowercase, no leading zeros).
-std::string hex(uint64_t v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%" PRIx64, v);
-  return text;
-}
+using mori::runtime::hex;
 std::string hex(const void* p) { return hex(reinterpret_cast<uint64_t>(p)); }
 
 struct Expected {

@@ -1,9 +1,9 @@
 #include "capture_render.hpp"
 
-#include <cstdio>
 #include <cstdlib>
 
 #include "capture_plan.hpp"
+#include "runtime/hex.hpp"
 
 namespace mori::test::capture {
 
@@ -21,11 +21,7 @@ std::optional<uint64_t> number(const std::string& s) {
   return std::strtoull(s.c_str(), nullptr, 0);  // tshark: decimal, or 0x... for QPs
 }
 
-std::string hex(uint64_t v) {
-  char t[24];
-  std::snprintf(t, sizeof t, "0x%llx", static_cast<unsigned long long>(v));
-  return t;
-}
+using runtime::hex;
 
 // The bytes of the header between the BTH and the payload (RETH, AETH) for an opcode with one.
 size_t extension_bytes(uint64_t op) {

@@ -1,17 +1,12 @@
 #include "backend/hip/dmabuf_export.hpp"
 
-#include <cstdio>
 #include <string>
+
+#include "runtime/hex.hpp"
 
 namespace mori::backend {
 
-namespace {
-std::string hex(uint64_t v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
-  return text;
-}
-}  // namespace
+using runtime::hex;
 
 Status offset_in_allocation(uintptr_t base, size_t bytes, uintptr_t alloc_base, size_t alloc_bytes,
                             uint64_t* offset) {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "backend/host/wire/rc_qp.hpp"
+#include "runtime/hex.hpp"
 
 namespace mori::wire {
 namespace {
@@ -159,11 +160,7 @@ HeaderPlan header_plan(uint8_t opcode) {
 
 HeaderPlan header_plan(BthOpcode op) { return header_plan(static_cast<uint8_t>(op)); }
 
-std::string hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(v));
-  return text;
-}
+using runtime::hex;
 
 bool fail(std::string* why, std::string reason) {
   if (why) *why = std::move(reason);
