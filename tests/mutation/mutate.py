@@ -179,6 +179,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=120, help="per test, seconds")
     ap.add_argument("--check", action="store_true", help="validate the list against the tree and the build")
     args = ap.parse_args()
+    if args.no_baseline and args.baseline_only:
+        print("mutate: --no-baseline and --baseline-only exclude each other", file=sys.stderr)
+        return 2
     build = os.path.abspath(args.build)
     try:
         mutants = parse_list(args.list)
@@ -207,9 +210,6 @@ def main():
             print(f"mutate: mutant {m['id']}: no test matches {m['tests']}", file=sys.stderr)
             return 2
         plans.append((m, names, targets))
-    if args.no_baseline and args.baseline_only:
-        print("mutate: --no-baseline and --baseline-only exclude each other", file=sys.stderr)
-        return 2
     if not args.no_baseline:
         names = sorted({n for _, ns, _ in plans for n in ns})
         targets = sorted({t for _, _, ts in plans for t in ts})
